@@ -1,0 +1,237 @@
+internal import Glibc
+internal import Sodium
+
+/// Random-access reading and writing of one protected file's content.
+/// Every operation touches only the segments its byte range covers (plus,
+/// when a file grows or shrinks, the segment that gains or loses the final
+/// flag). Not thread-safe: `ProtectedFileHandle` serialises access.
+final class EncryptedFile {
+    let path: String
+    private(set) var header: FileHeader
+    private let fd: Int32
+    private let key: FileKey
+    private let layout: SegmentLayout
+    /// Plaintext size in bytes.
+    private(set) var size: Int
+    private var plain: [UInt8]
+    private var stored: [UInt8]
+    private var closed = false
+
+    private init(fd: Int32, path: String, header: FileHeader, key: FileKey, size: Int) {
+        self.fd = fd
+        self.path = path
+        self.header = header
+        self.key = key
+        self.layout = SegmentLayout(segmentSize: header.segmentSize)
+        self.size = size
+        self.plain = [UInt8](repeating: 0, count: header.segmentSize)
+        self.stored = [UInt8](repeating: 0, count: header.segmentSize + SegmentLayout.overhead)
+    }
+
+    /// Writes a new, empty file into `fd` (header and one empty final
+    /// segment) and returns it open. The file key is wrapped for
+    /// `protection` with the keys in `keys`.
+    static func create(
+        fd: Int32, path: String, protection: ProtectionClass, segmentSize: Int, keys: ClassKeys
+    ) throws -> EncryptedFile {
+        guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
+            throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
+        }
+        let key = try FileKey.generate()
+        let header = try key.makeHeader(protection: protection, segmentSize: segmentSize,
+                                        fileID: try SecureRandom.bytes(16), keys: keys)
+        try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
+        let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0)
+        try file.sealAndWrite(index: 0, length: 0, final: true)
+        try Posix.truncate(fd, to: file.layout.fileLength(forSize: 0), path: path)
+        return file
+    }
+
+    /// Opens an existing file in `fd`: unwraps its key with `keys`, checks
+    /// the header tag and the final segment, so the size is authenticated.
+    static func open(fd: Int32, path: String, keys: ClassKeys) throws -> EncryptedFile {
+        let header = try readHeader(fd: fd, path: path)
+        let key = try FileKey.unwrap(header, keys: keys)
+        let layout = SegmentLayout(segmentSize: header.segmentSize)
+        guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
+            key.wipe()
+            throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
+        }
+        let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: size)
+        do {
+            _ = try file.readAndOpen(index: layout.lastIndex(forSize: size))
+        } catch {
+            key.wipe()
+            throw error
+        }
+        return file
+    }
+
+    /// Reads and parses the header of the file in `fd` without any key.
+    static func readHeader(fd: Int32, path: String) throws -> FileHeader {
+        var bytes = [UInt8](repeating: 0, count: FileHeader.byteCount)
+        let read = try bytes.withUnsafeMutableBytes { try Posix.pread(fd, into: $0, at: 0, path: path) }
+        guard read == FileHeader.byteCount else { throw ProtectionError.integrity("file is shorter than its header") }
+        return try FileHeader.decode(bytes)
+    }
+
+    /// Up to `count` bytes from `offset` (fewer at end of file).
+    func read(offset: Int, count: Int) throws -> [UInt8] {
+        try checkOpen()
+        guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
+        let end = min(size, offset + count)
+        guard end > offset else { return [] }
+        var result = [UInt8]()
+        result.reserveCapacity(end - offset)
+        for index in (offset / layout.segmentSize)...((end - 1) / layout.segmentSize) {
+            let start = index * layout.segmentSize
+            let length = try readAndOpen(index: index)
+            let from = max(offset, start) - start
+            let to = min(end, start + length) - start
+            result.append(contentsOf: plain[from..<to])
+        }
+        return result
+    }
+
+    /// Writes `data` at `offset`, growing the file (with zeros in any gap)
+    /// when it ends past the current size.
+    func write(_ data: UnsafeRawBufferPointer, at offset: Int) throws {
+        try checkOpen()
+        guard offset >= 0 else { throw ProtectionError(.invalidArgument, "offset must not be negative") }
+        guard data.count > 0 else { return }
+        try rewrite(from: offset, count: data.count, data: data)
+    }
+
+    /// Cuts the file to `newSize`, or grows it with zeros.
+    func truncate(to newSize: Int) throws {
+        try checkOpen()
+        guard newSize >= 0 else { throw ProtectionError(.invalidArgument, "size must not be negative") }
+        if newSize > size {
+            try rewrite(from: size, count: newSize - size, data: nil)
+        } else if newSize < size {
+            let last = layout.lastIndex(forSize: newSize)
+            let length = layout.plaintextLength(ofSegment: last, size: newSize)
+            if length > 0 { _ = try readAndOpen(index: last) }
+            try sealAndWrite(index: last, length: length, final: true)
+            try Posix.truncate(fd, to: layout.fileLength(forSize: newSize), path: path)
+            size = newSize
+        }
+    }
+
+    /// Rewraps the file key for `protection` and rewrites the header in
+    /// place; no segment changes.
+    func changeProtection(to protection: ProtectionClass, keys: ClassKeys) throws {
+        try checkOpen()
+        let updated = try key.makeHeader(protection: protection, segmentSize: header.segmentSize,
+                                         fileID: header.fileID, keys: keys)
+        try updated.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
+        try Posix.fsync(fd, path: path)
+        header = updated
+    }
+
+    /// Flushes content to stable storage.
+    func sync() throws {
+        try checkOpen()
+        try Posix.fsync(fd, path: path)
+    }
+
+    /// Wipes the file key and closes the descriptor. Idempotent.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        key.wipe()
+        zeroFill(&plain)
+        Glibc.close(fd)
+    }
+
+    /// Whether the key was wiped from under the file (lock invalidation).
+    var isInvalidated: Bool { closed || key.isWiped }
+
+    deinit { close() }
+
+    // MARK: - Segments
+
+    /// Re-encrypts every segment that `[offset, offset+count)` touches,
+    /// plus the segment that stops being final when the file grows. `data`
+    /// nil means zeros.
+    private func rewrite(from offset: Int, count: Int, data: UnsafeRawBufferPointer?) throws {
+        let oldSize = size
+        let end = offset + count
+        let newSize = max(oldSize, end)
+        var first = offset / layout.segmentSize
+        if newSize > oldSize { first = min(first, layout.lastIndex(forSize: oldSize)) }
+        let last = layout.lastIndex(forSize: newSize)
+        for index in first...last {
+            let start = index * layout.segmentSize
+            let newLength = layout.plaintextLength(ofSegment: index, size: newSize)
+            let oldLength = layout.plaintextLength(ofSegment: index, size: oldSize)
+            let fullyCovered = data != nil && offset <= start && end >= start + newLength
+            if !fullyCovered {
+                if oldLength > 0 { _ = try readAndOpen(index: index) }
+                plain.withUnsafeMutableBytes { buffer in
+                    _ = memset(buffer.baseAddress! + oldLength, 0, max(0, newLength - oldLength))
+                }
+            }
+            let from = max(offset, start)
+            let to = min(end, start + newLength)
+            if to > from {
+                plain.withUnsafeMutableBytes { buffer in
+                    if let data {
+                        _ = memcpy(buffer.baseAddress! + (from - start), data.baseAddress! + (from - offset), to - from)
+                    } else {
+                        _ = memset(buffer.baseAddress! + (from - start), 0, to - from)
+                    }
+                }
+            }
+            try sealAndWrite(index: index, length: newLength, final: index == last)
+        }
+        size = newSize
+    }
+
+    /// Reads and decrypts segment `index` of the current size into `plain`;
+    /// returns its plaintext length.
+    private func readAndOpen(index: Int) throws -> Int {
+        let length = layout.plaintextLength(ofSegment: index, size: size)
+        let storedLength = length + SegmentLayout.overhead
+        let final = index == layout.lastIndex(forSize: size)
+        try stored.withUnsafeMutableBytes { storedBuffer in
+            let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength])
+            guard try Posix.pread(fd, into: region, at: layout.offset(ofSegment: index), path: path) == storedLength else {
+                throw ProtectionError.integrity("segment \(index) is truncated")
+            }
+            try plain.withUnsafeMutableBytes { plainBuffer in
+                try key.openSegment(UnsafeRawBufferPointer(region), index: index, final: final, fileID: header.fileID,
+                                    into: UnsafeMutableRawBufferPointer(rebasing: plainBuffer[..<length]))
+            }
+        }
+        return length
+    }
+
+    /// Encrypts `plain[0..<length]` as segment `index` and writes it.
+    private func sealAndWrite(index: Int, length: Int, final: Bool) throws {
+        let storedLength = length + SegmentLayout.overhead
+        try stored.withUnsafeMutableBytes { storedBuffer in
+            let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength])
+            try plain.withUnsafeBytes { plainBuffer in
+                try key.sealSegment(UnsafeRawBufferPointer(rebasing: plainBuffer[..<length]), index: index, final: final,
+                                    fileID: header.fileID, into: region)
+            }
+            try Posix.pwrite(fd, UnsafeRawBufferPointer(region), at: layout.offset(ofSegment: index), path: path)
+        }
+    }
+
+    private func checkOpen() throws {
+        if closed { throw ProtectionError(.handleClosed, "the file handle is closed") }
+        if key.isWiped {
+            throw ProtectionError(.protectedDataUnavailable,
+                                  "this handle was invalidated when the device locked; reopen the file after unlocking")
+        }
+    }
+}
+
+/// Zeroes a buffer that held plaintext.
+func zeroFill(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { buffer in
+        if let base = buffer.baseAddress { memset(base, 0, buffer.count) }
+    }
+}

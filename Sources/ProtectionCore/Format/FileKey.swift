@@ -1,0 +1,139 @@
+internal import Sodium
+
+/// A file's own random 256-bit key, in guarded memory, and the crypto done
+/// with it: wrapping it for a class, authenticating the header, sealing and
+/// opening content segments.
+final class FileKey: Sendable {
+    private static let headerKeyLabel = Array("protd.file.header-tag.v1".utf8)
+    private let secret: SecretBytes
+
+    private init(_ secret: SecretBytes) { self.secret = secret }
+
+    /// A fresh random key.
+    static func generate() throws -> FileKey {
+        FileKey(try SecretBytes.random(count: XChaCha20Poly1305.keyByteCount))
+    }
+
+    /// Bytes of the wrapped key in a header: a sealed box for class B, a
+    /// nonce, ciphertext and tag for the others.
+    static func wrappedByteCount(for protection: ProtectionClass) -> Int {
+        protection == .completeUnlessOpen
+            ? 32 + SealedBox.overheadByteCount
+            : XChaCha20Poly1305.nonceByteCount + 32 + XChaCha20Poly1305.tagByteCount
+    }
+
+    /// A complete header for this key in `protection`: wraps the key with
+    /// the class's key from `keys` and computes the tag. Throws
+    /// `protectedDataUnavailable` when that class key is not in memory.
+    func makeHeader(protection: ProtectionClass, segmentSize: Int, fileID: [UInt8], keys: ClassKeys) throws -> FileHeader {
+        var header = FileHeader(algorithm: .xChaCha20Poly1305, protection: protection, segmentSize: segmentSize,
+                                fileID: fileID, wrappedKey: [UInt8](repeating: 0, count: Self.wrappedByteCount(for: protection)),
+                                tag: [])
+        switch protection {
+        case .completeUnlessOpen:
+            header.wrappedKey = try SealedBox.seal(secret, to: keys.bPublic)
+        default:
+            guard let classKey = keys.symmetricKey(for: protection) else { throw ProtectionError.unavailable(protection) }
+            header.wrappedKey = try XChaCha20Poly1305.wrap(secret, additionalData: header.wrapBinding, key: classKey)
+        }
+        header.tag = try tag(for: header)
+        return header
+    }
+
+    /// Unwraps the key in `header` with the class key from `keys` and
+    /// checks the header tag. Throws `protectedDataUnavailable` when the
+    /// class key is not in memory and `integrityFailure` when anything
+    /// does not authenticate.
+    static func unwrap(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
+        let key: FileKey
+        do {
+            switch header.protection {
+            case .completeUnlessOpen:
+                guard let pair = keys.bKeyPair else { throw ProtectionError.unavailable(header.protection) }
+                key = FileKey(try SealedBox.open(header.wrappedKey, with: pair))
+            default:
+                guard let classKey = keys.symmetricKey(for: header.protection) else {
+                    throw ProtectionError.unavailable(header.protection)
+                }
+                key = FileKey(try XChaCha20Poly1305.unwrap(header.wrappedKey, additionalData: header.wrapBinding,
+                                                           key: classKey))
+            }
+        } catch let error as SodiumError where error.code == .authenticationFailed || error.code == .invalidLength {
+            throw ProtectionError.integrity("the file key does not authenticate")
+        }
+        guard KeyedBlake2b.tagsEqual(try key.tag(for: header), header.tag) else {
+            key.wipe()
+            throw ProtectionError.integrity("the file header was modified")
+        }
+        return key
+    }
+
+    /// The header tag: keyed BLAKE2b-256 under a key derived from this
+    /// file key, over the header's first 108 bytes.
+    func tag(for header: FileHeader) throws -> [UInt8] {
+        let headerKey = try KeyedBlake2b.deriveKey(key: secret, parts: [Self.headerKeyLabel])
+        defer { headerKey.wipe() }
+        return try KeyedBlake2b.mac(key: headerKey, parts: [header.taggedBytes], length: FileHeader.tagByteCount)
+    }
+
+    /// Encrypts one segment into `output` (`nonce || ciphertext || tag`,
+    /// `plaintext.count + 40` bytes) with a fresh random nonce.
+    func sealSegment(
+        _ plaintext: UnsafeRawBufferPointer, index: Int, final: Bool, fileID: [UInt8],
+        into output: UnsafeMutableRawBufferPointer
+    ) throws {
+        let nonce = UnsafeMutableRawBufferPointer(rebasing: output[..<SegmentLayout.nonceByteCount])
+        try SecureRandom.fill(nonce)
+        try Self.withAssociatedData(fileID: fileID, index: index, final: final) { ad in
+            try XChaCha20Poly1305.seal(plaintext, additionalData: ad, nonce: UnsafeRawBufferPointer(nonce), key: secret,
+                                       into: UnsafeMutableRawBufferPointer(rebasing: output[SegmentLayout.nonceByteCount...]))
+        }
+    }
+
+    /// Verifies and decrypts one stored segment into `output`
+    /// (`stored.count - 40` bytes); throws `integrityFailure` on any
+    /// mismatch of content, index, final flag or file id.
+    func openSegment(
+        _ stored: UnsafeRawBufferPointer, index: Int, final: Bool, fileID: [UInt8],
+        into output: UnsafeMutableRawBufferPointer
+    ) throws {
+        do {
+            try Self.withAssociatedData(fileID: fileID, index: index, final: final) { ad in
+                try XChaCha20Poly1305.open(UnsafeRawBufferPointer(rebasing: stored[SegmentLayout.nonceByteCount...]),
+                                           additionalData: ad,
+                                           nonce: UnsafeRawBufferPointer(rebasing: stored[..<SegmentLayout.nonceByteCount]),
+                                           key: secret, into: output)
+            }
+        } catch let error as SodiumError where error.code == .authenticationFailed {
+            throw ProtectionError.integrity("segment \(index) does not authenticate")
+        }
+    }
+
+    /// Zeroes the key; later use throws.
+    func wipe() { secret.wipe() }
+
+    /// Whether the key was wiped (its handle was invalidated).
+    var isWiped: Bool { secret.isWiped }
+
+    /// Segment associated data: file id (16) || index (u64 LE) || final (u8).
+    private static func withAssociatedData<R>(
+        fileID: [UInt8], index: Int, final: Bool, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        var ad = fileID
+        ad.appendLittleEndian(UInt64(index))
+        ad.append(final ? 1 : 0)
+        return try ad.withUnsafeBytes(body)
+    }
+}
+
+extension ClassKeys {
+    /// The symmetric key of A, C or D when it is in memory.
+    func symmetricKey(for protection: ProtectionClass) -> SecretBytes? {
+        switch protection {
+        case .complete: a
+        case .completeUntilFirstUserAuthentication: c
+        case .none: d
+        case .completeUnlessOpen: nil
+        }
+    }
+}

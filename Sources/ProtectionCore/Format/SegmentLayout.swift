@@ -1,0 +1,54 @@
+/// Where segments sit in a protected file and how plaintext offsets map to
+/// them. Segment `i` holds plaintext bytes `i*S ..< min((i+1)*S, size)` and
+/// is stored as `nonce(24) || ciphertext || tag(16)` at
+/// `140 + i*(S+40)`. An empty file still has one (empty, final) segment.
+struct SegmentLayout: Equatable {
+    /// Bytes each stored segment adds to its plaintext.
+    static let overhead = 40
+    static let nonceByteCount = 24
+    /// The default plaintext bytes per segment.
+    static let defaultSegmentSize = 64 * 1024
+    /// Segment sizes the format accepts: 1 KiB to 16 MiB.
+    static let allowedSegmentSizes = 1024...(16 << 20)
+
+    /// Plaintext bytes per segment.
+    let segmentSize: Int
+
+    /// Stored bytes per full segment.
+    var storedSegmentSize: Int { segmentSize + Self.overhead }
+
+    /// Index of the last segment of a file of `size` plaintext bytes.
+    func lastIndex(forSize size: Int) -> Int {
+        size == 0 ? 0 : (size - 1) / segmentSize
+    }
+
+    /// Plaintext bytes in segment `index` of a file of `size` bytes.
+    func plaintextLength(ofSegment index: Int, size: Int) -> Int {
+        max(0, min(segmentSize, size - index * segmentSize))
+    }
+
+    /// File offset of segment `index`.
+    func offset(ofSegment index: Int) -> Int {
+        FileHeader.byteCount + index * storedSegmentSize
+    }
+
+    /// Stored file length for `size` plaintext bytes.
+    func fileLength(forSize size: Int) -> Int {
+        let last = lastIndex(forSize: size)
+        return offset(ofSegment: last) + plaintextLength(ofSegment: last, size: size) + Self.overhead
+    }
+
+    /// The plaintext size implied by a stored file length, or `nil` when no
+    /// well-formed file has that length (a torn or truncated segment).
+    func plaintextSize(forFileLength length: Int) -> Int? {
+        let body = length - FileHeader.byteCount
+        guard body >= Self.overhead else { return nil }
+        let fullSegments = (body - 1) / storedSegmentSize
+        let lastStored = body - fullSegments * storedSegmentSize
+        guard lastStored >= Self.overhead else { return nil }
+        let lastPlain = lastStored - Self.overhead
+        // Only an empty file has an empty final segment.
+        guard lastPlain > 0 || fullSegments == 0 else { return nil }
+        return fullSegments * segmentSize + lastPlain
+    }
+}

@@ -1,0 +1,77 @@
+internal import Glibc
+public import Sodium
+
+/// The device secret: 32 random bytes that play the role of the hardware
+/// UID. Every passcode-derived key is tangled with it, so guessing a
+/// passcode needs this machine's secret.
+public enum DeviceSecret {
+    /// Length of the secret in bytes.
+    public static let byteCount = 32
+    /// The systemd credential name (`LoadCredentialEncrypted=device-key`).
+    public static let credentialName = "device-key"
+
+    /// Where the secret comes from.
+    public enum Source: Sendable, Equatable {
+        /// A file that must exist (a systemd credential).
+        case credential(path: String)
+        /// A file created with mode 0600 on first use.
+        case file(path: String)
+    }
+
+    /// The systemd credential when `credentialsDirectory` holds one,
+    /// otherwise `fallbackPath`.
+    public static func source(credentialsDirectory: String?, fallbackPath: String) -> Source {
+        if let directory = credentialsDirectory, !directory.isEmpty {
+            let path = directory + "/" + credentialName
+            if Posix.exists(path) { return .credential(path: path) }
+        }
+        return .file(path: fallbackPath)
+    }
+
+    /// Reads the secret from `source`, creating the fallback file when
+    /// absent. The bytes go straight from the file into guarded memory.
+    public static func load(from source: Source) throws -> SecretBytes {
+        switch source {
+        case .credential(let path):
+            return try read(path)
+        case .file(let path):
+            if !Posix.exists(path) { try create(path) }
+            return try read(path)
+        }
+    }
+
+    private static func read(_ path: String) throws -> SecretBytes {
+        let fd = try Posix.open(path, O_RDONLY)
+        defer { close(fd) }
+        guard try Posix.size(fd, path: path) == byteCount else {
+            throw ProtectionError(.keyBagCorrupt,
+                                  "device secret \(path) must be exactly \(byteCount) bytes (make one with: head -c \(byteCount) /dev/urandom)")
+        }
+        return try SecretBytes(count: byteCount) { buffer in
+            guard try Posix.pread(fd, into: buffer, at: 0, path: path) == byteCount else {
+                throw ProtectionError(.keyBagCorrupt, "device secret \(path) changed while reading")
+            }
+        }
+    }
+
+    /// Writes a fresh secret to a temporary file, fsyncs it and links it into
+    /// place, so a crash never leaves a short secret and two starts racing
+    /// cannot both create one.
+    private static func create(_ path: String) throws {
+        let directory = AtomicFileWriter.parent(of: path)
+        try Posix.makeDirectories(directory)
+        let secret = try SecretBytes.random(count: byteCount)
+        let temporary = path + ".tmp-" + (try SecureRandomName.make())
+        let fd = try Posix.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        defer {
+            close(fd)
+            unlink(temporary)
+        }
+        try secret.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: temporary) }
+        try Posix.fsync(fd, path: temporary)
+        if link(temporary, path) != 0 && errno != EEXIST {
+            throw Posix.error("create device secret", path)
+        }
+        try Posix.fsyncDirectory(directory)
+    }
+}

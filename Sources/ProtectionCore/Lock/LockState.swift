@@ -1,0 +1,46 @@
+/// The daemon's lock state, as clients see it.
+public enum LockState: String, Sendable, Equatable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// Started, and nobody has given the passcode yet.
+    case beforeFirstUnlock
+    /// Every class key is in memory.
+    case unlocked
+    /// A lock was asked for; the grace period runs. Behaves as `unlocked`.
+    case locking
+    /// Class A key and class B private key are wiped.
+    case locked
+
+    public var description: String { rawValue }
+}
+
+/// Identifies one event subscriber to the lock state machine.
+public struct SubscriberID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The raw number, unique within one daemon run.
+    public let rawValue: UInt64
+
+    /// Wraps a number.
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+
+    public static func < (lhs: SubscriberID, rhs: SubscriberID) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { "subscriber-\(rawValue)" }
+}
+
+/// A notification pushed to subscribers.
+public struct ProtectionEvent: Sendable, Equatable {
+    /// What happened.
+    public enum Kind: Sendable, Equatable {
+        /// A lock started; class A data goes away at `deadline` at the latest.
+        case willBecomeUnavailable(deadline: ContinuousClock.Instant)
+        /// The lock completed: class A keys are gone.
+        case didBecomeUnavailable
+        /// An unlock: protected data is readable again. `firstUnlock` is
+        /// true for the first unlock since the daemon started.
+        case didBecomeAvailable(firstUnlock: Bool)
+    }
+
+    /// What happened.
+    public let kind: Kind
+    /// Increases by one with every event of a daemon run.
+    public let sequence: UInt64
+    /// The state after the event.
+    public let state: LockState
+}

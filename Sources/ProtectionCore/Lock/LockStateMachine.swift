@@ -1,0 +1,153 @@
+/// The lock/unlock life cycle as a value type: feed it events with the
+/// current time, get back the actions to perform. No clocks, sockets or
+/// keys inside, so every path is tested with plain instants.
+///
+/// ```
+/// beforeFirstUnlock --unlock--> unlocked --lock(grace)--> locking --all acked / deadline--> locked
+///                                  ^                         |                                |
+///                                  +--------unlock-----------+---------------unlock-----------+
+/// ```
+/// A lock with a grace of zero goes straight to `locked`.
+public struct LockStateMachine: Sendable {
+    /// Something the owner must do, in the order given.
+    public enum Action: Sendable, Equatable {
+        /// Deliver this event to every subscriber.
+        case emit(ProtectionEvent)
+        /// Call `deadlinePassed(now:)` at this instant.
+        case scheduleDeadline(ContinuousClock.Instant)
+        /// Close every open class A handle and wipe its file key.
+        case invalidateClassAHandles
+        /// Wipe the class A key and class B private key.
+        case evictClassKeys
+    }
+
+    /// What a lock request led to.
+    public enum LockOutcome: Sendable, Equatable {
+        /// The lock started or completed; perform the actions.
+        case accepted([Action])
+        /// Nothing to lock: the state is already `locked` or
+        /// `beforeFirstUnlock`.
+        case alreadyUnavailable
+    }
+
+    private enum Phase: Sendable, Equatable {
+        case beforeFirstUnlock
+        case unlocked
+        case locking(deadline: ContinuousClock.Instant, waitingFor: Set<SubscriberID>)
+        case locked
+    }
+
+    private var phase: Phase
+    private var lastSequence: UInt64 = 0
+    private var hasBeenUnlocked = false
+
+    /// A fresh machine in `beforeFirstUnlock`, or in `unlocked` when no
+    /// passcode is set (every class then behaves as `none`).
+    public init(passcodeSet: Bool) {
+        phase = passcodeSet ? .beforeFirstUnlock : .unlocked
+        hasBeenUnlocked = !passcodeSet
+    }
+
+    /// The current state.
+    public var state: LockState {
+        switch phase {
+        case .beforeFirstUnlock: .beforeFirstUnlock
+        case .unlocked: .unlocked
+        case .locking: .locking
+        case .locked: .locked
+        }
+    }
+
+    /// The end of the grace period while `locking`.
+    public var deadline: ContinuousClock.Instant? {
+        if case .locking(let deadline, _) = phase { return deadline }
+        return nil
+    }
+
+    /// Subscribers whose acknowledgement the lock still waits for.
+    public var awaitedSubscribers: Set<SubscriberID> {
+        if case .locking(_, let waiting) = phase { return waiting }
+        return []
+    }
+
+    /// The sequence number of the last event emitted.
+    public var sequence: UInt64 { lastSequence }
+
+    /// The passcode was verified. From any state but `unlocked` this makes
+    /// data available again (cancelling a lock in progress).
+    public mutating func unlockSucceeded() -> [Action] {
+        if phase == .unlocked { return [] }
+        let first = !hasBeenUnlocked
+        hasBeenUnlocked = true
+        phase = .unlocked
+        return [.emit(event(.didBecomeAvailable(firstUnlock: first)))]
+    }
+
+    /// A lock was asked for with `grace` before class A goes away.
+    /// `subscribers` are those who may acknowledge; with none, or a zero
+    /// grace, the lock completes at once.
+    public mutating func lockRequested(
+        grace: Duration, now: ContinuousClock.Instant, subscribers: Set<SubscriberID>
+    ) -> LockOutcome {
+        switch phase {
+        case .beforeFirstUnlock, .locked:
+            return .alreadyUnavailable
+        case .locking(let deadline, let waiting):
+            // A second request can only bring the deadline closer.
+            let sooner = min(deadline, now + max(grace, .zero))
+            phase = .locking(deadline: sooner, waitingFor: waiting)
+            if sooner <= now { return .accepted(complete()) }
+            return .accepted(sooner < deadline ? [.scheduleDeadline(sooner)] : [])
+        case .unlocked:
+            let deadline = now + max(grace, .zero)
+            phase = .locking(deadline: deadline, waitingFor: subscribers)
+            var actions: [Action] = [.emit(event(.willBecomeUnavailable(deadline: deadline)))]
+            if grace <= .zero || subscribers.isEmpty {
+                actions += complete()
+            } else {
+                actions.append(.scheduleDeadline(deadline))
+            }
+            return .accepted(actions)
+        }
+    }
+
+    /// `subscriber` acknowledged `protectedDataWillBecomeUnavailable`.
+    public mutating func acknowledged(by subscriber: SubscriberID) -> [Action] {
+        stopWaiting(for: subscriber)
+    }
+
+    /// `subscriber` disconnected: it no longer holds up a lock.
+    public mutating func subscriberLeft(_ subscriber: SubscriberID) -> [Action] {
+        stopWaiting(for: subscriber)
+    }
+
+    /// Time passed; completes the lock once its deadline is reached.
+    /// Early or stale calls do nothing.
+    public mutating func deadlinePassed(now: ContinuousClock.Instant) -> [Action] {
+        guard case .locking(let deadline, _) = phase, now >= deadline else { return [] }
+        return complete()
+    }
+
+    /// The daemon restarted: back to `beforeFirstUnlock` (or `unlocked`
+    /// with no passcode). Sequence numbers start again.
+    public mutating func restarted(passcodeSet: Bool) {
+        self = LockStateMachine(passcodeSet: passcodeSet)
+    }
+
+    private mutating func stopWaiting(for subscriber: SubscriberID) -> [Action] {
+        guard case .locking(let deadline, var waiting) = phase else { return [] }
+        waiting.remove(subscriber)
+        phase = .locking(deadline: deadline, waitingFor: waiting)
+        return waiting.isEmpty ? complete() : []
+    }
+
+    private mutating func complete() -> [Action] {
+        phase = .locked
+        return [.invalidateClassAHandles, .evictClassKeys, .emit(event(.didBecomeUnavailable))]
+    }
+
+    private mutating func event(_ kind: ProtectionEvent.Kind) -> ProtectionEvent {
+        lastSequence += 1
+        return ProtectionEvent(kind: kind, sequence: lastSequence, state: state)
+    }
+}

@@ -1,0 +1,62 @@
+/// Every failure ProtectionCore reports: a code a program can switch on and
+/// a sentence a person can act on. Messages never contain keys, passcodes
+/// or file content.
+public struct ProtectionError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: String, Sendable, Equatable, Hashable, CaseIterable {
+        /// The file's class key is not in memory in the current lock state.
+        case protectedDataUnavailable
+        /// No file by that name in the caller's namespace.
+        case notFound
+        /// A file by that name exists and the operation wanted a new one.
+        case alreadyExists
+        /// The name breaks the naming rules (see `FileName`).
+        case invalidName
+        /// Stored data failed authentication: tampered, truncated or corrupt.
+        case integrityFailure
+        /// The passcode did not unlock the key bag.
+        case wrongPasscode
+        /// Too many failed attempts; see `retryAfterSeconds`.
+        case rateLimited
+        /// Too many failed attempts with erase-after-N configured: every
+        /// key was destroyed.
+        case erasedAfterFailedAttempts
+        /// The operation needs a passcode and none is set (e.g. lock).
+        case noPasscodeSet
+        /// An argument is out of range (offset, length, segment size...).
+        case invalidArgument
+        /// The handle was closed, or invalidated by a lock.
+        case handleClosed
+        /// The key bag or device secret on disk is unusable.
+        case keyBagCorrupt
+        /// The operating system refused an I/O operation (disk full...).
+        case ioFailure
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// A sentence for a person.
+    public let message: String
+    /// For `rateLimited`: whole seconds until the next attempt is allowed.
+    public let retryAfterSeconds: Int64?
+
+    /// Makes an error.
+    public init(_ code: Code, _ message: String, retryAfterSeconds: Int64? = nil) {
+        self.code = code
+        self.message = message
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    public var description: String { message }
+}
+
+extension ProtectionError {
+    static func unavailable(_ protection: ProtectionClass) -> ProtectionError {
+        ProtectionError(.protectedDataUnavailable,
+                        "protected data of class \(protection) is unavailable until the device is unlocked")
+    }
+
+    static func integrity(_ detail: String) -> ProtectionError {
+        ProtectionError(.integrityFailure, "integrity check failed: \(detail)")
+    }
+}

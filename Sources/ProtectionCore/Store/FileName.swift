@@ -1,0 +1,60 @@
+/// A validated file name: a relative path inside the caller's namespace.
+///
+/// Rules: UTF-8 without NUL, 1 to 1024 bytes, components separated by `/`,
+/// each 1 to 255 bytes and neither `.` nor `..`; no leading `/` (absolute),
+/// no empty component (`a//b`, trailing `/`).
+public struct FileName: Hashable, Sendable, CustomStringConvertible, Comparable {
+    /// Longest name in UTF-8 bytes.
+    public static let maxByteCount = 1024
+    /// Longest single component in UTF-8 bytes.
+    public static let maxComponentByteCount = 255
+
+    /// The name as given.
+    public let value: String
+
+    /// Validates `value`; throws `invalidName` saying which rule it breaks.
+    public init(_ value: String) throws {
+        func refuse(_ why: String) -> ProtectionError {
+            ProtectionError(.invalidName, "invalid file name: \(why)")
+        }
+        let bytes = value.utf8
+        guard !bytes.isEmpty else { throw refuse("the name is empty") }
+        guard bytes.count <= Self.maxByteCount else { throw refuse("longer than \(Self.maxByteCount) bytes") }
+        guard !bytes.contains(0) else { throw refuse("contains a NUL byte") }
+        guard !value.hasPrefix("/") else { throw refuse("absolute paths are not allowed; use a relative name") }
+        for component in value.split(separator: "/", omittingEmptySubsequences: false) {
+            guard !component.isEmpty else { throw refuse("empty path component (double or trailing '/')") }
+            guard component != ".", component != ".." else { throw refuse("'.' and '..' components are not allowed") }
+            guard component.utf8.count <= Self.maxComponentByteCount else {
+                throw refuse("a component is longer than \(Self.maxComponentByteCount) bytes")
+            }
+        }
+        self.value = value
+    }
+
+    public var description: String { value }
+    public static func < (lhs: FileName, rhs: FileName) -> Bool { lhs.value < rhs.value }
+}
+
+/// A peer's private set of files, keyed by its uid.
+public struct Namespace: Hashable, Sendable, CustomStringConvertible {
+    /// The owning uid.
+    public let uid: UInt32
+
+    /// The namespace of `uid`.
+    public init(uid: UInt32) { self.uid = uid }
+
+    public var description: String { "uid \(uid)" }
+}
+
+/// What `stat` and `list` report; available in every lock state.
+public struct FileAttributes: Sendable, Equatable {
+    /// The file's name.
+    public let name: FileName
+    /// Its protection class.
+    public let protection: ProtectionClass
+    /// Plaintext size in bytes.
+    public let size: Int
+    /// Last modification, seconds since the Unix epoch.
+    public let modificationTime: Int64
+}

@@ -1,0 +1,89 @@
+internal import Glibc
+
+/// Where protected files live on disk: `ROOT/<uid>/files/<name>`, with
+/// `ROOT/<uid>/tmp/` for atomic writes on the same file system. Knows
+/// paths, names and metadata; knows nothing of keys.
+struct FileStore: Sendable {
+    /// The store root (`<state>/store`).
+    let root: String
+
+    func filesDirectory(_ namespace: Namespace) -> String { "\(root)/\(namespace.uid)/files" }
+    func scratchDirectory(_ namespace: Namespace) -> String { "\(root)/\(namespace.uid)/tmp" }
+
+    /// The path of `name`, after making sure its namespace exists.
+    func path(for name: FileName, in namespace: Namespace) throws -> String {
+        try Posix.makeDirectories(scratchDirectory(namespace))
+        try Posix.makeDirectories(filesDirectory(namespace))
+        return filesDirectory(namespace) + "/" + name.value
+    }
+
+    /// Like `path(for:in:)`, also creating the name's parent directories.
+    func pathCreatingParents(for name: FileName, in namespace: Namespace) throws -> String {
+        let path = try path(for: name, in: namespace)
+        try Posix.makeDirectories(AtomicFileWriter.parent(of: path))
+        return path
+    }
+
+    /// An atomic writer whose temporary files are in `namespace`'s scratch directory.
+    func atomicWriter(for namespace: Namespace) -> AtomicFileWriter {
+        AtomicFileWriter(scratchDirectory: scratchDirectory(namespace))
+    }
+
+    /// Class, size and modification time read from the header and the
+    /// file length; no key is needed.
+    func attributes(of name: FileName, in namespace: Namespace) throws -> FileAttributes {
+        let path = try path(for: name, in: namespace)
+        let fd = try Posix.open(path, O_RDONLY | O_NOFOLLOW)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Posix.error("stat", name.value) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw ProtectionError(.notFound, "\(name) is not a file") }
+        let header = try EncryptedFile.readHeader(fd: fd, path: path)
+        guard let size = SegmentLayout(segmentSize: header.segmentSize).plaintextSize(forFileLength: Int(info.st_size)) else {
+            throw ProtectionError.integrity("\(name): file length does not match whole segments")
+        }
+        return FileAttributes(name: name, protection: header.protection, size: size,
+                              modificationTime: Int64(info.st_mtim.tv_sec))
+    }
+
+    /// Every file in `namespace` whose name starts with `prefix`, sorted by
+    /// name. Entries that are not protd files are skipped.
+    func list(in namespace: Namespace, prefix: String) throws -> [FileAttributes] {
+        let base = filesDirectory(namespace)
+        guard Posix.exists(base) else { return [] }
+        var results: [FileAttributes] = []
+        func walk(_ relative: String) throws {
+            let directory = relative.isEmpty ? base : base + "/" + relative
+            for entry in try Posix.listDirectory(directory) {
+                let child = relative.isEmpty ? entry : relative + "/" + entry
+                var info = stat()
+                guard lstat(base + "/" + child, &info) == 0 else { continue }
+                if (info.st_mode & S_IFMT) == S_IFDIR {
+                    // Descend only where a match can still be found.
+                    if child.hasPrefix(prefix) || prefix.hasPrefix(child + "/") { try walk(child) }
+                } else if (info.st_mode & S_IFMT) == S_IFREG, child.hasPrefix(prefix),
+                          let name = try? FileName(child),
+                          let attributes = try? self.attributes(of: name, in: namespace) {
+                    results.append(attributes)
+                }
+            }
+        }
+        try walk("")
+        return results.sorted { $0.name < $1.name }
+    }
+
+    /// Removes `name`; `notFound` when there is none.
+    func delete(_ name: FileName, in namespace: Namespace) throws {
+        let path = try path(for: name, in: namespace)
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ProtectionError(.notFound, "no file named \(name)")
+        }
+        try Posix.unlink(path)
+    }
+
+    /// Removes every namespace and file (erase).
+    func removeEverything() throws {
+        try Posix.removeTree(root)
+    }
+}

@@ -1,0 +1,288 @@
+internal import Glibc
+public import Sodium
+
+/// The protection model in one object: key bag, lock state machine, file
+/// store and open handles, enforcing the four classes (docs/DESIGN.md).
+/// The daemon wraps it with sockets, timers and event delivery.
+///
+/// Thread-safe. Key state changes are serialised by one lock; file content
+/// I/O runs outside it, on per-handle locks.
+public final class ProtectedStore: Sendable {
+    private struct State {
+        var keyBag: KeyBag
+        var machine: LockStateMachine
+        var handles: [UInt64: WeakHandle] = [:]
+        var nextHandleID: UInt64 = 1
+    }
+
+    private struct WeakHandle {
+        weak var handle: ProtectedFileHandle?
+        let protection: ProtectionClass
+    }
+
+    private let state: LockedState<State>
+    private let files: FileStore
+    private let segmentSize: Int
+
+    /// Opens the state directory, creating the device secret and key bag on
+    /// first use. The store starts in `beforeFirstUnlock` when a passcode
+    /// is set (as after a reboot), otherwise `unlocked`.
+    public init(configuration: StoreConfiguration, clock: any WallClock = SystemWallClock()) throws {
+        guard SegmentLayout.allowedSegmentSizes.contains(configuration.segmentSize) else {
+            throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes) bytes")
+        }
+        try Posix.makeDirectories(configuration.stateDirectory)
+        let deviceSecret = try DeviceSecret.load(from: configuration.deviceSecret)
+        let keyBag = try ProtectionError.translating {
+            try KeyBag(path: configuration.stateDirectory + "/keybag", deviceSecret: deviceSecret,
+                       cost: configuration.passcodeCost, policy: configuration.failedAttemptPolicy, clock: clock)
+        }
+        state = LockedState(State(keyBag: keyBag, machine: LockStateMachine(passcodeSet: keyBag.hasPasscode)))
+        files = FileStore(root: configuration.stateDirectory + "/store")
+        segmentSize = configuration.segmentSize
+    }
+
+    // MARK: - Lock state
+
+    /// The current lock state.
+    public var lockState: LockState { state.withLock { $0.machine.state } }
+
+    /// Lock state, passcode and failed-attempt record.
+    public var status: StoreStatus {
+        state.withLock { state in
+            StoreStatus(state: state.machine.state, passcodeSet: state.keyBag.hasPasscode,
+                        failedAttempts: state.keyBag.failedAttempts,
+                        secondsUntilNextAttempt: state.keyBag.secondsUntilNextAttempt,
+                        lockDeadline: state.machine.deadline, eventSequence: state.machine.sequence)
+        }
+    }
+
+    /// Unlocks with `passcode` (rate-limited, counted on disk first).
+    /// Returns the events to deliver (`didBecomeAvailable`).
+    public func unlock(passcode: SecretBytes) throws -> [ProtectionEvent] {
+        try state.withLock { state in
+            try ProtectionError.translating { try state.keyBag.unlock(passcode: passcode) }
+            return perform(state.machine.unlockSucceeded(), on: &state).events
+        }
+    }
+
+    /// Sets the first passcode, or changes it given the current one. Only
+    /// the key bag is rewritten. The lock state does not change.
+    public func setPasscode(_ new: SecretBytes, old: SecretBytes?) throws {
+        try state.withLock { state in
+            try ProtectionError.translating { try state.keyBag.setPasscode(new, old: old) }
+        }
+    }
+
+    /// Starts a lock: class A and class B private keys go away when every
+    /// subscriber in `subscribers` acknowledged or `grace` has passed. Throws
+    /// `noPasscodeSet` when there is no passcode to unlock with afterwards.
+    public func requestLock(
+        grace: Duration, now: ContinuousClock.Instant = .now, subscribers: Set<SubscriberID> = []
+    ) throws -> LockProgress {
+        try state.withLock { state in
+            guard state.keyBag.hasPasscode else {
+                throw ProtectionError(.noPasscodeSet, "cannot lock: no passcode is set (set one with passwd first)")
+            }
+            switch state.machine.lockRequested(grace: grace, now: now, subscribers: subscribers) {
+            case .alreadyUnavailable:
+                return LockProgress(events: [], pendingDeadline: state.machine.deadline)
+            case .accepted(let actions):
+                return perform(actions, on: &state)
+            }
+        }
+    }
+
+    /// `subscriber` acknowledged `willBecomeUnavailable`.
+    public func acknowledge(_ subscriber: SubscriberID) -> LockProgress {
+        state.withLock { perform($0.machine.acknowledged(by: subscriber), on: &$0) }
+    }
+
+    /// `subscriber` went away; it no longer holds up a lock.
+    public func subscriberLeft(_ subscriber: SubscriberID) -> LockProgress {
+        state.withLock { perform($0.machine.subscriberLeft(subscriber), on: &$0) }
+    }
+
+    /// Completes a lock whose grace period has ended by `now`.
+    public func deadlinePassed(now: ContinuousClock.Instant = .now) -> LockProgress {
+        state.withLock { perform($0.machine.deadlinePassed(now: now), on: &$0) }
+    }
+
+    /// Crypto-shredding: new class keys (no passcode), every handle
+    /// invalidated, every file removed. Irreversible.
+    public func erase() throws {
+        try state.withLock { state in
+            invalidateHandles(in: &state) { _ in true }
+            try ProtectionError.translating { try state.keyBag.erase() }
+            state.machine = LockStateMachine(passcodeSet: false)
+        }
+        try files.removeEverything()
+    }
+
+    /// Closes every handle and wipes every key; the store is unusable after.
+    public func shutdown() {
+        state.withLock { state in
+            invalidateHandles(in: &state) { _ in true }
+            state.keyBag.wipe()
+        }
+    }
+
+    // MARK: - Files
+
+    /// Writes `data` as the whole content of `name` in class `protection`,
+    /// atomically: readers and crashes see the old or the new content.
+    /// With `durable`, the data and the rename are fsynced before returning.
+    public func write(
+        _ data: [UInt8], to name: FileName, in namespace: Namespace,
+        protection: ProtectionClass = .default, durable: Bool = true
+    ) throws {
+        let keys = currentKeys()
+        let path = try files.pathCreatingParents(for: name, in: namespace)
+        try ProtectionError.translating {
+            try files.atomicWriter(for: namespace).write(to: path, durable: durable) { fd, temporary in
+                let file = try EncryptedFile.create(fd: fd, path: temporary, protection: protection,
+                                                    segmentSize: segmentSize, keys: keys)
+                defer { file.close() }
+                try data.withUnsafeBytes { try file.write($0, at: 0) }
+            }
+        }
+    }
+
+    /// The whole content of `name`.
+    public func read(_ name: FileName, in namespace: Namespace) throws -> [UInt8] {
+        try withOpenFile(name, in: namespace) { try $0.read(offset: 0, count: $0.size) }
+    }
+
+    /// Up to `count` bytes of `name` from `offset`.
+    public func read(_ name: FileName, in namespace: Namespace, offset: Int, count: Int) throws -> [UInt8] {
+        try withOpenFile(name, in: namespace) { try $0.read(offset: offset, count: count) }
+    }
+
+    /// Opens a handle. Opening an existing file needs its class key to
+    /// unwrap the file key; creating one needs only the key that wraps
+    /// (the public key for class B).
+    public func open(_ name: FileName, in namespace: Namespace, mode: OpenMode) throws -> ProtectedFileHandle {
+        let path = try files.pathCreatingParents(for: name, in: namespace)
+        let exists = Posix.exists(path)
+        let file: EncryptedFile
+        switch (mode, exists) {
+        case (.existing, false):
+            throw ProtectionError(.notFound, "no file named \(name)")
+        case (.createNew, true):
+            throw ProtectionError(.alreadyExists, "a file named \(name) already exists")
+        case (.existing, true), (.openOrCreate, true):
+            let fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
+            file = try closing(fd) { try EncryptedFile.open(fd: fd, path: path, keys: currentKeys()) }
+        case (.createNew(let protection), false), (.openOrCreate(let protection), false):
+            let fd = try Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+            do {
+                file = try EncryptedFile.create(fd: fd, path: path, protection: protection,
+                                                segmentSize: segmentSize, keys: currentKeys())
+            } catch {
+                close(fd)
+                unlink(path)
+                throw error
+            }
+        }
+        return try register(file, name: name, namespace: namespace)
+    }
+
+    /// The class of `name`, from its header; works in every state.
+    public func protection(of name: FileName, in namespace: Namespace) throws -> ProtectionClass {
+        try files.attributes(of: name, in: namespace).protection
+    }
+
+    /// Moves `name` to class `protection` by rewrapping its file key: the
+    /// old class's key must be available to unwrap it, the new class's to
+    /// wrap it (for class B the public key suffices). Content is untouched.
+    public func setProtection(_ protection: ProtectionClass, of name: FileName, in namespace: Namespace) throws {
+        let keys = currentKeys()
+        try withOpenFile(name, in: namespace) { try $0.changeProtection(to: protection, keys: keys) }
+    }
+
+    /// Size, class and modification time of `name`; works in every state.
+    public func attributes(of name: FileName, in namespace: Namespace) throws -> FileAttributes {
+        try files.attributes(of: name, in: namespace)
+    }
+
+    /// Files in `namespace` whose name starts with `prefix`; every state.
+    public func list(in namespace: Namespace, prefix: String = "") throws -> [FileAttributes] {
+        try files.list(in: namespace, prefix: prefix)
+    }
+
+    /// Deletes `name`; works in every state.
+    public func delete(_ name: FileName, in namespace: Namespace) throws {
+        try files.delete(name, in: namespace)
+    }
+
+    /// Handles currently open.
+    public var openHandleCount: Int {
+        state.withLock { $0.handles.values.filter { $0.handle != nil }.count }
+    }
+
+    // MARK: - Internals
+
+    private func currentKeys() -> ClassKeys {
+        state.withLock { $0.keyBag.keys }
+    }
+
+    /// Opens `name` for a one-off operation and closes it after.
+    private func withOpenFile<R>(_ name: FileName, in namespace: Namespace, _ body: (EncryptedFile) throws -> R) throws -> R {
+        let path = try files.path(for: name, in: namespace)
+        let fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
+        let file = try closing(fd) { try EncryptedFile.open(fd: fd, path: path, keys: currentKeys()) }
+        defer { file.close() }
+        return try ProtectionError.translating { try body(file) }
+    }
+
+    /// Runs `body`, closing `fd` if it throws (on success `body`'s result owns it).
+    private func closing<R>(_ fd: Int32, _ body: () throws -> R) throws -> R {
+        do {
+            return try ProtectionError.translating(body)
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Tracks a new handle. Done under the state lock, re-checking that a
+    /// class A key is still present, so no class A handle can slip past a
+    /// lock that completed while it was being opened.
+    private func register(_ file: EncryptedFile, name: FileName, namespace: Namespace) throws -> ProtectedFileHandle {
+        try state.withLock { state in
+            if file.header.protection == .complete && state.keyBag.keys.a == nil {
+                file.close()
+                throw ProtectionError.unavailable(.complete)
+            }
+            let id = state.nextHandleID
+            state.nextHandleID += 1
+            let handle = ProtectedFileHandle(id: id, name: name, namespace: namespace, file: file) { [weak self] id in
+                self?.state.withLock { _ = $0.handles.removeValue(forKey: id) }
+            }
+            state.handles[id] = WeakHandle(handle: handle, protection: file.header.protection)
+            return handle
+        }
+    }
+
+    private func invalidateHandles(in state: inout State, where shouldInvalidate: (ProtectionClass) -> Bool) {
+        for (id, entry) in state.handles where shouldInvalidate(entry.protection) {
+            entry.handle?.invalidate()
+            state.handles.removeValue(forKey: id)
+        }
+    }
+
+    /// Carries out the state machine's actions; returns events and deadline.
+    private func perform(_ actions: [LockStateMachine.Action], on state: inout State) -> LockProgress {
+        var events: [ProtectionEvent] = []
+        var deadline: ContinuousClock.Instant?
+        for action in actions {
+            switch action {
+            case .emit(let event): events.append(event)
+            case .scheduleDeadline(let instant): deadline = instant
+            case .invalidateClassAHandles: invalidateHandles(in: &state) { $0 == .complete }
+            case .evictClassKeys: state.keyBag.evictForLock()
+            }
+        }
+        return LockProgress(events: events, pendingDeadline: state.machine.state == .locking ? deadline ?? state.machine.deadline : nil)
+    }
+}

@@ -1,0 +1,68 @@
+public import Sodium
+
+/// Everything a `ProtectedStore` needs to know to open its state directory.
+public struct StoreConfiguration: Sendable {
+    /// Holds the key bag (`keybag`), the fallback device secret
+    /// (`device-key`) and the files (`store/`).
+    public var stateDirectory: String
+    /// Where the device secret comes from.
+    public var deviceSecret: DeviceSecret.Source
+    /// Argon2id cost for new passcodes.
+    public var passcodeCost: Argon2id.Cost
+    /// Failed-attempt delays and erase-after-N.
+    public var failedAttemptPolicy: FailedAttemptPolicy
+    /// Plaintext bytes per segment for new files.
+    public var segmentSize: Int
+
+    /// A configuration with protd's defaults: device secret in
+    /// `stateDirectory/device-key`, interactive Argon2id cost, the standard
+    /// failed-attempt schedule, 64 KiB segments.
+    public init(
+        stateDirectory: String,
+        deviceSecret: DeviceSecret.Source? = nil,
+        passcodeCost: Argon2id.Cost = .interactive,
+        failedAttemptPolicy: FailedAttemptPolicy = .standard,
+        segmentSize: Int = 64 * 1024
+    ) {
+        self.stateDirectory = stateDirectory
+        self.deviceSecret = deviceSecret ?? .file(path: stateDirectory + "/device-key")
+        self.passcodeCost = passcodeCost
+        self.failedAttemptPolicy = failedAttemptPolicy
+        self.segmentSize = segmentSize
+    }
+}
+
+/// What `ProtectedStore.status` reports.
+public struct StoreStatus: Sendable, Equatable {
+    /// The lock state.
+    public let state: LockState
+    /// Whether a passcode is set.
+    public let passcodeSet: Bool
+    /// Consecutive failed unlock attempts.
+    public let failedAttempts: Int
+    /// Seconds before another unlock attempt is allowed.
+    public let secondsUntilNextAttempt: Int64
+    /// The end of the grace period while locking.
+    public let lockDeadline: ContinuousClock.Instant?
+    /// Sequence number of the last event.
+    public let eventSequence: UInt64
+}
+
+/// What a lock request or a lock-related event led to.
+public struct LockProgress: Sendable, Equatable {
+    /// Events to deliver to subscribers, in order.
+    public let events: [ProtectionEvent]
+    /// When the lock is still in its grace period: when to call
+    /// `ProtectedStore.deadlinePassed(now:)`.
+    public let pendingDeadline: ContinuousClock.Instant?
+}
+
+/// How `ProtectedStore.open` treats an existing or missing file.
+public enum OpenMode: Sendable, Equatable {
+    /// The file must exist.
+    case existing
+    /// The file must not exist; it is created in the class given.
+    case createNew(ProtectionClass)
+    /// Opens the file, or creates it in the class given.
+    case openOrCreate(ProtectionClass)
+}

@@ -1,0 +1,136 @@
+internal import Glibc
+
+/// Thin, typed wrappers over the POSIX calls the store uses. Each failure
+/// becomes a `ProtectionError` naming the operation and the OS reason.
+enum Posix {
+    static func error(_ operation: String, _ path: String, errno code: Int32 = errno) -> ProtectionError {
+        let reason = String(cString: strerror(code))
+        switch code {
+        case ENOENT: return ProtectionError(.notFound, "\(operation) \(path): no such file")
+        case EEXIST: return ProtectionError(.alreadyExists, "\(operation) \(path): already exists")
+        case ENOTDIR, EISDIR, ENAMETOOLONG:
+            return ProtectionError(.invalidName, "\(operation) \(path): \(reason)")
+        default: return ProtectionError(.ioFailure, "\(operation) \(path): \(reason)")
+        }
+    }
+
+    /// Opens `path`; retries on EINTR.
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> Int32 {
+        while true {
+            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+            if fd >= 0 { return fd }
+            if errno != EINTR { throw error("open", path) }
+        }
+    }
+
+    /// Reads exactly `buffer.count` bytes at `offset`; returns how many were
+    /// read before end of file.
+    static func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = Glibc.pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n > 0 { done += n; continue }
+            if n == 0 { break }
+            if errno != EINTR { throw error("read", path) }
+        }
+        return done
+    }
+
+    /// Writes all of `buffer` at `offset`.
+    static func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = Glibc.pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n >= 0 { done += n; continue }
+            if errno != EINTR { throw error("write", path) }
+        }
+    }
+
+    /// `fsync`, so data survives a crash.
+    static func fsync(_ fd: Int32, path: String) throws {
+        guard Glibc.fsync(fd) == 0 else { throw error("fsync", path) }
+    }
+
+    /// Opens a directory and fsyncs it, making a rename or create durable.
+    static func fsyncDirectory(_ path: String) throws {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY)
+        defer { Glibc.close(fd) }
+        try fsync(fd, path: path)
+    }
+
+    /// The file's size in bytes.
+    static func size(_ fd: Int32, path: String) throws -> Int {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw error("stat", path) }
+        return Int(info.st_size)
+    }
+
+    /// `ftruncate`.
+    static func truncate(_ fd: Int32, to size: Int, path: String) throws {
+        guard ftruncate(fd, off_t(size)) == 0 else { throw error("truncate", path) }
+    }
+
+    /// `rename`, atomic within one file system.
+    static func rename(_ from: String, _ to: String) throws {
+        guard Glibc.rename(from, to) == 0 else { throw error("rename", to) }
+    }
+
+    /// Removes a file; a missing file is `notFound`.
+    static func unlink(_ path: String) throws {
+        guard Glibc.unlink(path) == 0 else { throw error("delete", path) }
+    }
+
+    /// Creates `path` and any missing parents with mode 0700.
+    static func makeDirectories(_ path: String) throws {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o700) != 0 && errno != EEXIST {
+                throw error("create directory", current)
+            }
+        }
+    }
+
+    /// Whether something exists at `path` (not following a final symlink).
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Reads a whole small file.
+    static func readFile(_ path: String) throws -> [UInt8] {
+        let fd = try open(path, O_RDONLY)
+        defer { Glibc.close(fd) }
+        let size = try self.size(fd, path: path)
+        var bytes = [UInt8](repeating: 0, count: size)
+        let read = try bytes.withUnsafeMutableBytes { try pread(fd, into: $0, at: 0, path: path) }
+        guard read == size else { throw ProtectionError(.ioFailure, "read \(path): file changed while reading") }
+        return bytes
+    }
+
+    /// Removes a directory tree (files, subdirectories); missing is fine.
+    static func removeTree(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            for entry in try listDirectory(path) { try removeTree(path + "/" + entry) }
+            guard rmdir(path) == 0 else { throw error("remove directory", path) }
+        } else {
+            try unlink(path)
+        }
+    }
+
+    /// Names in a directory, without `.` and `..`.
+    static func listDirectory(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw error("list", path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}

@@ -1,0 +1,52 @@
+public import ProtectionCore
+public import Sodium
+
+/// A `ProtectedStore` in a temporary state directory with a cheap (but
+/// real) Argon2id cost and a manual clock. `restart()` drops the store and
+/// opens the same directory again, as a daemon restart would.
+public final class StoreFixture: @unchecked Sendable {
+    /// The state directory.
+    public let directory: TemporaryDirectory
+    /// The clock the key bag sees.
+    public let clock: ManualWallClock
+    /// The configuration used for every (re)open.
+    public let configuration: StoreConfiguration
+    /// The store as currently open.
+    public private(set) var store: ProtectedStore
+    /// The namespace tests use by default.
+    public let namespace = Namespace(uid: 1000)
+
+    /// Opens a fresh store; `segmentSize` defaults to the format's 64 KiB.
+    public init(segmentSize: Int = 64 * 1024, policy: FailedAttemptPolicy = .standard) throws {
+        directory = try TemporaryDirectory("store")
+        clock = ManualWallClock()
+        configuration = StoreConfiguration(stateDirectory: directory.path, passcodeCost: .minimum,
+                                           failedAttemptPolicy: policy, segmentSize: segmentSize)
+        store = try ProtectedStore(configuration: configuration, clock: clock)
+    }
+
+    /// Shuts the store down and opens the directory again.
+    public func restart() throws {
+        store.shutdown()
+        store = try ProtectedStore(configuration: configuration, clock: clock)
+    }
+
+    /// A passcode as guarded bytes.
+    public static func secret(_ text: String) -> SecretBytes {
+        try! SecretBytes(utf8: text)
+    }
+
+    /// Sets `passcode`, then restarts so the store is in `beforeFirstUnlock`.
+    public func setPasscodeAndRestart(_ passcode: String = "correct horse") throws {
+        try store.setPasscode(Self.secret(passcode), old: nil)
+        try restart()
+    }
+
+    /// Parses a name, failing the test on an invalid one.
+    public func name(_ text: String) -> FileName { try! FileName(text) }
+
+    deinit {
+        store.shutdown()
+        directory.remove()
+    }
+}

@@ -43,4 +43,11 @@ public struct ProtectionEvent: Sendable, Equatable {
     public let sequence: UInt64
     /// The state after the event.
     public let state: LockState
+
+    /// Makes an event (the state machine does; so do decoders of events).
+    public init(kind: Kind, sequence: UInt64, state: LockState) {
+        self.kind = kind
+        self.sequence = sequence
+        self.state = state
+    }
 }

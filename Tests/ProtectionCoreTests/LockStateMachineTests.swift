@@ -1,0 +1,155 @@
+import ProtectionCore
+import Testing
+
+@Suite("Lock state machine, driven with explicit instants")
+struct LockStateMachineTests {
+    let t0 = ContinuousClock.now
+    let alice = SubscriberID(1)
+    let bob = SubscriberID(2)
+
+    private func events(_ actions: [LockStateMachine.Action]) -> [ProtectionEvent] {
+        actions.compactMap { if case .emit(let event) = $0 { event } else { nil } }
+    }
+
+    private func unlockedMachine() -> LockStateMachine {
+        var machine = LockStateMachine(passcodeSet: true)
+        _ = machine.unlockSucceeded()
+        return machine
+    }
+
+    @Test("a machine with a passcode starts before first unlock; without one it starts unlocked")
+    func initialStates() {
+        #expect(LockStateMachine(passcodeSet: true).state == .beforeFirstUnlock)
+        #expect(LockStateMachine(passcodeSet: false).state == .unlocked)
+    }
+
+    @Test("the first unlock emits didBecomeAvailable flagged as first, later ones are not")
+    func firstUnlockFlag() {
+        var machine = LockStateMachine(passcodeSet: true)
+        let first = events(machine.unlockSucceeded())
+        #expect(first == [ProtectionEvent(kind: .didBecomeAvailable(firstUnlock: true), sequence: 1, state: .unlocked)])
+        guard case .accepted = machine.lockRequested(grace: .zero, now: t0, subscribers: []) else {
+            Issue.record("lock refused"); return
+        }
+        let second = events(machine.unlockSucceeded())
+        #expect(second.map(\.kind) == [.didBecomeAvailable(firstUnlock: false)])
+        #expect(second.first?.sequence == 4)
+    }
+
+    @Test("a lock with grace waits for the deadline, then invalidates class A handles, evicts keys and emits didBecomeUnavailable")
+    func lockWithGraceCompletesAtDeadline() {
+        var machine = unlockedMachine()
+        guard case .accepted(let actions) = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice]) else {
+            Issue.record("lock refused"); return
+        }
+        #expect(actions == [
+            .emit(ProtectionEvent(kind: .willBecomeUnavailable(deadline: t0 + .seconds(10)), sequence: 2, state: .locking)),
+            .scheduleDeadline(t0 + .seconds(10)),
+        ])
+        #expect(machine.state == .locking)
+        #expect(machine.deadlinePassed(now: t0 + .seconds(9)).isEmpty)
+        #expect(machine.state == .locking)
+        #expect(machine.deadlinePassed(now: t0 + .seconds(10)) == [
+            .invalidateClassAHandles, .evictClassKeys,
+            .emit(ProtectionEvent(kind: .didBecomeUnavailable, sequence: 3, state: .locked)),
+        ])
+        #expect(machine.state == .locked)
+    }
+
+    @Test("the lock completes as soon as every subscriber acknowledged")
+    func acknowledgementsCompleteTheLock() {
+        var machine = unlockedMachine()
+        _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice, bob])
+        #expect(machine.acknowledged(by: alice).isEmpty)
+        #expect(machine.awaitedSubscribers == [bob])
+        #expect(events(machine.acknowledged(by: bob)).map(\.kind) == [.didBecomeUnavailable])
+        #expect(machine.state == .locked)
+    }
+
+    @Test("a subscriber that leaves no longer holds up the lock")
+    func leavingSubscriberCounts() {
+        var machine = unlockedMachine()
+        _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice, bob])
+        _ = machine.acknowledged(by: alice)
+        #expect(events(machine.subscriberLeft(bob)).map(\.kind) == [.didBecomeUnavailable])
+    }
+
+    @Test("a zero grace period locks at once with will then did events")
+    func zeroGraceLocksImmediately() {
+        var machine = unlockedMachine()
+        guard case .accepted(let actions) = machine.lockRequested(grace: .zero, now: t0, subscribers: [alice]) else {
+            Issue.record("lock refused"); return
+        }
+        #expect(events(actions).map(\.kind) == [.willBecomeUnavailable(deadline: t0), .didBecomeUnavailable])
+        #expect(actions.contains(.evictClassKeys))
+        #expect(machine.state == .locked)
+    }
+
+    @Test("with no subscribers a lock completes at once whatever the grace")
+    func noSubscribersLockImmediately() {
+        var machine = unlockedMachine()
+        _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [])
+        #expect(machine.state == .locked)
+    }
+
+    @Test("unlocking during the grace period cancels the lock")
+    func unlockCancelsLocking() {
+        var machine = unlockedMachine()
+        _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice])
+        #expect(events(machine.unlockSucceeded()).map(\.kind) == [.didBecomeAvailable(firstUnlock: false)])
+        #expect(machine.state == .unlocked)
+        #expect(machine.deadlinePassed(now: t0 + .seconds(11)).isEmpty)
+        #expect(machine.state == .unlocked)
+    }
+
+    @Test("a second lock request can only bring the deadline closer")
+    func secondRequestShortensDeadline() {
+        var machine = unlockedMachine()
+        _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice])
+        #expect(machine.lockRequested(grace: .seconds(30), now: t0 + .seconds(1), subscribers: []) == .accepted([]))
+        #expect(machine.deadline == t0 + .seconds(10))
+        #expect(machine.lockRequested(grace: .seconds(2), now: t0 + .seconds(1), subscribers: [])
+                == .accepted([.scheduleDeadline(t0 + .seconds(3))]))
+        #expect(machine.deadline == t0 + .seconds(3))
+    }
+
+    @Test("locking before first unlock or when locked has nothing to do")
+    func lockWhenUnavailable() {
+        var fresh = LockStateMachine(passcodeSet: true)
+        #expect(fresh.lockRequested(grace: .zero, now: t0, subscribers: []) == .alreadyUnavailable)
+        var machine = unlockedMachine()
+        _ = machine.lockRequested(grace: .zero, now: t0, subscribers: [])
+        #expect(machine.lockRequested(grace: .zero, now: t0, subscribers: []) == .alreadyUnavailable)
+    }
+
+    @Test("sequence numbers increase by one per event and every event carries the resulting state")
+    func sequenceNumbers() {
+        var machine = LockStateMachine(passcodeSet: true)
+        var all: [ProtectionEvent] = events(machine.unlockSucceeded())
+        for round in 0..<3 {
+            if case .accepted(let actions) = machine.lockRequested(grace: .seconds(5), now: t0, subscribers: [alice]) {
+                all += events(actions)
+            }
+            all += events(round.isMultiple(of: 2) ? machine.acknowledged(by: alice) : machine.deadlinePassed(now: t0 + .seconds(5)))
+            all += events(machine.unlockSucceeded())
+        }
+        #expect(all.map(\.sequence) == Array(1...UInt64(all.count)))
+        #expect(all.count == 10)
+        for event in all {
+            switch event.kind {
+            case .willBecomeUnavailable: #expect(event.state == .locking)
+            case .didBecomeUnavailable: #expect(event.state == .locked)
+            case .didBecomeAvailable: #expect(event.state == .unlocked)
+            }
+        }
+    }
+
+    @Test("a restart returns to before first unlock and restarts sequence numbers")
+    func restartResets() {
+        var machine = unlockedMachine()
+        machine.restarted(passcodeSet: true)
+        #expect(machine.state == .beforeFirstUnlock)
+        #expect(machine.sequence == 0)
+        #expect(events(machine.unlockSucceeded()).map(\.kind) == [.didBecomeAvailable(firstUnlock: true)])
+    }
+}

@@ -16,9 +16,12 @@ final class EncryptedFile {
     private var plain: [UInt8]
     private var stored: [UInt8]
     private var closed = false
+    /// Whether `close()` closes `fd` (false when someone else owns it).
+    private let ownsDescriptor: Bool
 
-    private init(fd: Int32, path: String, header: FileHeader, key: FileKey, size: Int) {
+    private init(fd: Int32, path: String, header: FileHeader, key: FileKey, size: Int, ownsDescriptor: Bool = true) {
         self.fd = fd
+        self.ownsDescriptor = ownsDescriptor
         self.path = path
         self.header = header
         self.key = key
@@ -30,9 +33,11 @@ final class EncryptedFile {
 
     /// Writes a new, empty file into `fd` (header and one empty final
     /// segment) and returns it open. The file key is wrapped for
-    /// `protection` with the keys in `keys`.
+    /// `protection` with the keys in `keys`. With `ownsDescriptor` false,
+    /// `close()` leaves `fd` open for its owner.
     static func create(
-        fd: Int32, path: String, protection: ProtectionClass, segmentSize: Int, keys: ClassKeys
+        fd: Int32, path: String, protection: ProtectionClass, segmentSize: Int, keys: ClassKeys,
+        ownsDescriptor: Bool = true
     ) throws -> EncryptedFile {
         guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
@@ -41,7 +46,7 @@ final class EncryptedFile {
         let header = try key.makeHeader(protection: protection, segmentSize: segmentSize,
                                         fileID: try SecureRandom.bytes(16), keys: keys)
         try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
-        let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0)
+        let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0, ownsDescriptor: ownsDescriptor)
         try file.sealAndWrite(index: 0, length: 0, final: true)
         try Posix.truncate(fd, to: file.layout.fileLength(forSize: 0), path: path)
         return file
@@ -141,7 +146,7 @@ final class EncryptedFile {
         closed = true
         key.wipe()
         zeroFill(&plain)
-        Glibc.close(fd)
+        if ownsDescriptor { Glibc.close(fd) }
     }
 
     /// Whether the key was wiped from under the file (lock invalidation).

@@ -141,7 +141,7 @@ public final class ProtectedStore: Sendable {
         try ProtectionError.translating {
             try files.atomicWriter(for: namespace).write(to: path, durable: durable) { fd, temporary in
                 let file = try EncryptedFile.create(fd: fd, path: temporary, protection: protection,
-                                                    segmentSize: segmentSize, keys: keys)
+                                                    segmentSize: segmentSize, keys: keys, ownsDescriptor: false)
                 defer { file.close() }
                 try data.withUnsafeBytes { try file.write($0, at: 0) }
             }

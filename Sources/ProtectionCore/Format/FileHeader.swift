@@ -81,6 +81,10 @@ struct FileHeader: Equatable {
         }
         let fileID = reader.read(16)!
         let slot = reader.read(wrappedKeySlotByteCount)!
+        // The tag is computed over a zero-padded slot; reject other padding.
+        guard slot[keyLength...].allSatisfy({ $0 == 0 }) else {
+            throw ProtectionError.integrity("the file header was modified (key slot padding)")
+        }
         return FileHeader(algorithm: algorithm, protection: protection, segmentSize: segmentSize, fileID: fileID,
                           wrappedKey: Array(slot[..<keyLength]), tag: reader.read(tagByteCount)!)
     }

@@ -1,0 +1,156 @@
+import Foundation
+import ProtectionCore
+import ProtectionTestSupport
+import Testing
+
+/// Every kind of offline modification of a stored file must surface as an
+/// integrity failure, never as a crash or wrong plaintext.
+@Suite("Tamper detection in the file format")
+struct TamperDetectionTests {
+    static let segmentSize = 1024
+    static let headerSize = 140
+    static let storedSegment = segmentSize + 40
+
+    /// A store with two class C files of 2.5 segments each.
+    private func fixtureWithFiles() throws -> (StoreFixture, String, String) {
+        let fixture = try StoreFixture(segmentSize: Self.segmentSize)
+        let content = (0..<(Self.segmentSize * 5 / 2)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try fixture.store.write(content, to: fixture.name("a"), in: fixture.namespace)
+        try fixture.store.write(content.reversed(), to: fixture.name("b"), in: fixture.namespace)
+        let base = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/"
+        return (fixture, base + "a", base + "b")
+    }
+
+    private func load(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
+    private func save(_ bytes: [UInt8], _ path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
+
+    /// Reads the whole file and a range in its first segment; both must fail
+    /// with an integrity error (or, for a class byte changed to one whose key
+    /// is missing, unavailability), never return data.
+    private func expectRejected(_ fixture: StoreFixture, _ name: String = "a", because comment: Comment) {
+        for attempt in 0..<2 {
+            do {
+                let data = attempt == 0
+                    ? try fixture.store.read(fixture.name(name), in: fixture.namespace)
+                    : try fixture.store.read(fixture.name(name), in: fixture.namespace, offset: 0, count: 10)
+                Issue.record("tampered file was read (\(data.count) bytes): \(comment)")
+            } catch let error as ProtectionError {
+                #expect(error.code == .integrityFailure || error.code == .protectedDataUnavailable, comment)
+            } catch {
+                Issue.record("unexpected error type \(error): \(comment)")
+            }
+        }
+    }
+
+    @Test("flipping any single byte of a small file is detected")
+    func everyByteFlip() throws {
+        let fixture = try StoreFixture(segmentSize: Self.segmentSize)
+        try fixture.store.write(Array("small secret".utf8), to: fixture.name("a"), in: fixture.namespace)
+        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/a"
+        let original = try load(path)
+        #expect(original.count == Self.headerSize + 12 + 40)
+        for index in original.indices {
+            var tampered = original
+            tampered[index] ^= 0x01
+            try save(tampered, path)
+            expectRejected(fixture, because: "byte \(index) flipped")
+        }
+        try save(original, path)
+        #expect(try fixture.store.read(fixture.name("a"), in: fixture.namespace) == Array("small secret".utf8))
+    }
+
+    @Test("flipping a byte in every segment of a multi-segment file is detected")
+    func flipInEverySegment() throws {
+        let (fixture, path, _) = try fixtureWithFiles()
+        let original = try load(path)
+        for segment in 0..<3 {
+            for offsetInSegment in [0, 23, 24, 100, Self.storedSegment - 1] {
+                let index = Self.headerSize + segment * Self.storedSegment + offsetInSegment
+                guard index < original.count else { continue }
+                var tampered = original
+                tampered[index] ^= 0x80
+                try save(tampered, path)
+                do {
+                    _ = try fixture.store.read(fixture.name("a"), in: fixture.namespace)
+                    Issue.record("segment \(segment) byte \(offsetInSegment) flip not detected")
+                } catch let error as ProtectionError {
+                    #expect(error.code == .integrityFailure)
+                }
+            }
+        }
+    }
+
+    @Test("truncating at and between segment boundaries is detected")
+    func truncation() throws {
+        let (fixture, path, _) = try fixtureWithFiles()
+        let original = try load(path)
+        let cuts = [0, 1, Self.headerSize - 1, Self.headerSize, Self.headerSize + 39, Self.headerSize + 40,
+                    Self.headerSize + Self.storedSegment, Self.headerSize + Self.storedSegment + 1,
+                    Self.headerSize + 2 * Self.storedSegment, Self.headerSize + 2 * Self.storedSegment + 50,
+                    original.count - 1]
+        for cut in cuts {
+            try save(Array(original[..<cut]), path)
+            expectRejected(fixture, because: "truncated to \(cut) bytes")
+        }
+    }
+
+    @Test("extending a file with extra bytes or a copied segment is detected")
+    func appendedData() throws {
+        let (fixture, path, _) = try fixtureWithFiles()
+        let original = try load(path)
+        try save(original + [0], path)
+        expectRejected(fixture, because: "one byte appended")
+        let firstSegment = Array(original[Self.headerSize..<(Self.headerSize + Self.storedSegment)])
+        try save(original + firstSegment, path)
+        expectRejected(fixture, because: "segment 0 appended")
+    }
+
+    @Test("swapping two segments is detected")
+    func swapSegments() throws {
+        let (fixture, path, _) = try fixtureWithFiles()
+        var bytes = try load(path)
+        let first = Self.headerSize
+        let second = Self.headerSize + Self.storedSegment
+        let a = Array(bytes[first..<second])
+        bytes.replaceSubrange(first..<second, with: bytes[second..<(second + Self.storedSegment)])
+        bytes.replaceSubrange(second..<(second + Self.storedSegment), with: a)
+        try save(bytes, path)
+        expectRejected(fixture, because: "segments 0 and 1 swapped")
+    }
+
+    @Test("splicing a segment from another file is detected")
+    func spliceFromOtherFile() throws {
+        let (fixture, pathA, pathB) = try fixtureWithFiles()
+        var a = try load(pathA)
+        let b = try load(pathB)
+        let range = Self.headerSize..<(Self.headerSize + Self.storedSegment)
+        a.replaceSubrange(range, with: b[range])
+        try save(a, pathA)
+        expectRejected(fixture, because: "segment 0 from file b")
+    }
+
+    @Test("swapping headers between files is detected")
+    func swapHeaders() throws {
+        let (fixture, pathA, pathB) = try fixtureWithFiles()
+        var a = try load(pathA)
+        var b = try load(pathB)
+        let headerA = Array(a[..<Self.headerSize])
+        a.replaceSubrange(..<Self.headerSize, with: b[..<Self.headerSize])
+        b.replaceSubrange(..<Self.headerSize, with: headerA)
+        try save(a, pathA)
+        try save(b, pathB)
+        expectRejected(fixture, "a", because: "header of b on a")
+        expectRejected(fixture, "b", because: "header of a on b")
+    }
+
+    @Test("a random-access read of a truncated file fails when the file is opened")
+    func rangedReadSeesTruncation() throws {
+        let (fixture, path, _) = try fixtureWithFiles()
+        let original = try load(path)
+        try save(Array(original[..<(Self.headerSize + 2 * Self.storedSegment)]), path)
+        let error = #expect(throws: ProtectionError.self) {
+            try fixture.store.open(fixture.name("a"), in: fixture.namespace, mode: .existing)
+        }
+        #expect(error?.code == .integrityFailure)
+    }
+}

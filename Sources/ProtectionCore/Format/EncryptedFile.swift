@@ -47,8 +47,13 @@ final class EncryptedFile {
                                         fileID: try SecureRandom.bytes(16), keys: keys)
         try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
         let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0, ownsDescriptor: ownsDescriptor)
-        try file.sealAndWrite(index: 0, length: 0, final: true)
-        try Posix.truncate(fd, to: file.layout.fileLength(forSize: 0), path: path)
+        do {
+            try file.sealAndWrite(index: 0, length: 0, final: true)
+            try Posix.truncate(fd, to: file.layout.fileLength(forSize: 0), path: path)
+        } catch {
+            file.abandon()
+            throw error
+        }
         return file
     }
 
@@ -66,7 +71,7 @@ final class EncryptedFile {
         do {
             _ = try file.readAndOpen(index: layout.lastIndex(forSize: size))
         } catch {
-            key.wipe()
+            file.abandon()
             throw error
         }
         return file
@@ -143,10 +148,22 @@ final class EncryptedFile {
     /// Wipes the file key and closes the descriptor. Idempotent.
     func close() {
         guard !closed else { return }
+        release()
+        if ownsDescriptor { Glibc.close(fd) }
+    }
+
+    /// On a failed `create`/`open`: wipes the key but leaves the descriptor
+    /// to the caller, who still owns it (closing it twice could close a
+    /// descriptor another thread has just been given).
+    private func abandon() {
+        guard !closed else { return }
+        release()
+    }
+
+    private func release() {
         closed = true
         key.wipe()
         zeroFill(&plain)
-        if ownsDescriptor { Glibc.close(fd) }
     }
 
     /// Whether the key was wiped from under the file (lock invalidation).

@@ -126,8 +126,9 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
         return wiped
     }
 
+    #if DEBUG
     /// A copy of the raw allocation, wiped or not, for tests that check a
-    /// wipe really zeroed the memory. Never use it outside tests.
+    /// wipe really zeroed the memory. Debug builds only.
     package func rawContentsForTesting() -> [UInt8] {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -135,6 +136,7 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
         defer { if readers == 0 { sodium_mprotect_noaccess(pointer) } }
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
+    #endif
 
     /// Constant-time equality of two secrets of the same length.
     public func constantTimeEquals(_ other: SecretBytes) throws -> Bool {

@@ -108,8 +108,10 @@ struct LockStateMachineTests {
         _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice])
         #expect(machine.lockRequested(grace: .seconds(30), now: t0 + .seconds(1), subscribers: []) == .accepted([]))
         #expect(machine.deadline == t0 + .seconds(10))
-        #expect(machine.lockRequested(grace: .seconds(2), now: t0 + .seconds(1), subscribers: [])
-                == .accepted([.scheduleDeadline(t0 + .seconds(3))]))
+        #expect(machine.lockRequested(grace: .seconds(2), now: t0 + .seconds(1), subscribers: []) == .accepted([
+            .emit(ProtectionEvent(kind: .willBecomeUnavailable(deadline: t0 + .seconds(3)), sequence: 3, state: .locking)),
+            .scheduleDeadline(t0 + .seconds(3)),
+        ]))
         #expect(machine.deadline == t0 + .seconds(3))
     }
 
@@ -142,6 +144,16 @@ struct LockStateMachineTests {
             case .didBecomeAvailable: #expect(event.state == .unlocked)
             }
         }
+    }
+
+    @Test("an erase makes data available again without resetting sequence numbers")
+    func eraseKeepsCounting() {
+        var machine = unlockedMachine()
+        _ = machine.lockRequested(grace: .zero, now: t0, subscribers: [])
+        #expect(events(machine.erased()) == [
+            ProtectionEvent(kind: .didBecomeAvailable(firstUnlock: false), sequence: 4, state: .unlocked),
+        ])
+        #expect(machine.erased().isEmpty)
     }
 
     @Test("a restart returns to before first unlock and restarts sequence numbers")

@@ -95,7 +95,7 @@ struct RewrapTests {
         let handle = try fixture.store.open(fixture.name("gone"), in: fixture.namespace, mode: .existing)
         let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/gone"
         let saved = try Data(contentsOf: URL(fileURLWithPath: path))
-        try fixture.store.erase()
+        _ = try fixture.store.erase()
         #expect(!handle.isOpen)
         #expect(try fixture.store.list(in: fixture.namespace).isEmpty)
         #expect(!fixture.store.status.passcodeSet)

@@ -89,8 +89,8 @@ final class EncryptedFile {
     func read(offset: Int, count: Int) throws -> [UInt8] {
         try checkOpen()
         guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
-        let end = min(size, offset + count)
-        guard end > offset else { return [] }
+        guard offset < size, count > 0 else { return [] }
+        let end = offset + min(count, size - offset)
         var result = [UInt8]()
         result.reserveCapacity(end - offset)
         for index in (offset / layout.segmentSize)...((end - 1) / layout.segmentSize) {
@@ -107,7 +107,7 @@ final class EncryptedFile {
     /// when it ends past the current size.
     func write(_ data: UnsafeRawBufferPointer, at offset: Int) throws {
         try checkOpen()
-        guard offset >= 0 else { throw ProtectionError(.invalidArgument, "offset must not be negative") }
+        try Self.checkRange(offset, data.count)
         guard data.count > 0 else { return }
         try rewrite(from: offset, count: data.count, data: data)
     }
@@ -115,7 +115,7 @@ final class EncryptedFile {
     /// Cuts the file to `newSize`, or grows it with zeros.
     func truncate(to newSize: Int) throws {
         try checkOpen()
-        guard newSize >= 0 else { throw ProtectionError(.invalidArgument, "size must not be negative") }
+        try Self.checkRange(newSize, 0)
         if newSize > size {
             try rewrite(from: size, count: newSize - size, data: nil)
         } else if newSize < size {
@@ -239,6 +239,17 @@ final class EncryptedFile {
                                     fileID: header.fileID, into: region)
             }
             try Posix.pwrite(fd, UnsafeRawBufferPointer(region), at: layout.offset(ofSegment: index), path: path)
+        }
+    }
+
+    /// Largest plaintext size a file may reach: 2^48 bytes (256 TiB), far
+    /// beyond any disk here, and small enough that no offset arithmetic
+    /// can overflow.
+    static let maximumSize = 1 << 48
+
+    private static func checkRange(_ offset: Int, _ count: Int) throws {
+        guard offset >= 0, count >= 0, offset <= maximumSize - count else {
+            throw ProtectionError(.invalidArgument, "offset and size must be within 0...\(maximumSize) bytes")
         }
     }
 

@@ -56,7 +56,7 @@ struct FileHeader: Equatable {
     var encoded: [UInt8] { taggedBytes + tag }
 
     /// Parses a header without any key. The tag is checked later by
-    /// `FileKey.verify(_:)`, once the file key is known.
+    /// `FileKey.unwrap(_:keys:)`, once the file key is known.
     static func decode(_ bytes: [UInt8]) throws -> FileHeader {
         guard bytes.count == byteCount else { throw ProtectionError.integrity("file is shorter than its header") }
         var reader = ByteReader(bytes)

@@ -36,7 +36,18 @@ public enum DeviceSecret {
             return try read(path)
         case .file(let path):
             if !Posix.exists(path) { try create(path) }
+            try checkPrivate(path)
             return try read(path)
+        }
+    }
+
+    /// Refuses a secret file that other users could read or replace.
+    private static func checkPrivate(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw Posix.error("stat", path) }
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 == 0, info.st_uid == geteuid() else {
+            throw ProtectionError(.keyBagCorrupt,
+                                  "device secret \(path) must be a regular file owned by this user with mode 0600")
         }
     }
 

@@ -87,10 +87,11 @@ public final class KeyBag {
     public func unlock(passcode: SecretBytes) throws {
         guard record.hasPasscode else { return }
         let unwrapped = try verify(passcode)
-        keys.a?.wipe(); keys.bPrivate?.wipe(); keys.c?.wipe()
-        keys.a = unwrapped.a
-        keys.bPrivate = unwrapped.bPrivate
-        keys.c = unwrapped.c
+        // Keys already in memory stay (operations may be using them); only
+        // missing ones are installed, and spare copies are wiped.
+        if keys.a == nil { keys.a = unwrapped.a } else { unwrapped.a.wipe() }
+        if keys.bPrivate == nil { keys.bPrivate = unwrapped.bPrivate } else { unwrapped.bPrivate.wipe() }
+        if keys.c == nil { keys.c = unwrapped.c } else { unwrapped.c.wipe() }
     }
 
     /// Sets the first passcode (`old` is ignored then) or changes it (`old`

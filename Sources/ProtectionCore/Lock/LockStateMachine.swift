@@ -95,9 +95,12 @@ public struct LockStateMachine: Sendable {
         case .locking(let deadline, let waiting):
             // A second request can only bring the deadline closer.
             let sooner = min(deadline, now + max(grace, .zero))
+            guard sooner < deadline else { return .accepted([]) }
             phase = .locking(deadline: sooner, waitingFor: waiting)
-            if sooner <= now { return .accepted(complete()) }
-            return .accepted(sooner < deadline ? [.scheduleDeadline(sooner)] : [])
+            // Subscribers learn the new, closer deadline.
+            let announce = Action.emit(event(.willBecomeUnavailable(deadline: sooner)))
+            if sooner <= now { return .accepted([announce] + complete()) }
+            return .accepted([announce, .scheduleDeadline(sooner)])
         case .unlocked:
             let deadline = now + max(grace, .zero)
             phase = .locking(deadline: deadline, waitingFor: subscribers)
@@ -126,6 +129,15 @@ public struct LockStateMachine: Sendable {
     public mutating func deadlinePassed(now: ContinuousClock.Instant) -> [Action] {
         guard case .locking(let deadline, _) = phase, now >= deadline else { return [] }
         return complete()
+    }
+
+    /// Every key was erased (crypto-shredding): no passcode is set any
+    /// more, so data is available. Sequence numbers keep counting.
+    public mutating func erased() -> [Action] {
+        guard phase != .unlocked else { return [] }
+        hasBeenUnlocked = true
+        phase = .unlocked
+        return [.emit(event(.didBecomeAvailable(firstUnlock: false)))]
     }
 
     /// The daemon restarted: back to `beforeFirstUnlock` (or `unlocked`

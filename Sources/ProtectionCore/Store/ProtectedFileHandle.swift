@@ -1,36 +1,34 @@
 internal import Sodium
 
 /// An open protected file: random-access reads and writes, append,
-/// truncate, size. It holds the file's key while open and wipes it on
-/// `close()`. A class A handle is invalidated when a lock completes (later
-/// calls throw `protectedDataUnavailable`); handles of other classes keep
-/// working across a lock. Thread-safe; calls are serialised.
+/// truncate, size. The file's key stays in memory while any handle on the
+/// file is open and is wiped when the last one closes. A class A file's
+/// handles are invalidated when a lock completes (later calls throw
+/// `protectedDataUnavailable`); other classes keep working across a lock.
+/// Thread-safe; calls on one file are serialised.
 public final class ProtectedFileHandle: Sendable {
-    private enum Phase {
-        case open(EncryptedFile)
-        case closed
-        case invalidated
-    }
-
     /// The handle's number, unique within its store.
     public let id: UInt64
-    /// The file's name.
+    /// The name the file was opened by.
     public let name: FileName
     /// The namespace the file belongs to.
     public let namespace: Namespace
-    /// The file's class when it was opened.
-    public let protection: ProtectionClass
-    private let phase: LockedState<Phase>
+    private let file: SharedOpenFile
+    private let closed = LockedState(false)
     private let onClose: @Sendable (UInt64) -> Void
 
-    init(id: UInt64, name: FileName, namespace: Namespace, file: EncryptedFile,
+    init(id: UInt64, name: FileName, namespace: Namespace, file: SharedOpenFile,
          onClose: @escaping @Sendable (UInt64) -> Void) {
         self.id = id
         self.name = name
         self.namespace = namespace
-        self.protection = file.header.protection
-        self.phase = LockedState(.open(file))
+        self.file = file
         self.onClose = onClose
+    }
+
+    /// The file's class now; `nil` once the handle is closed or invalidated.
+    public var protection: ProtectionClass? {
+        isClosed ? nil : file.protection
     }
 
     /// Up to `count` bytes from `offset`; fewer at end of file.
@@ -67,44 +65,24 @@ public final class ProtectedFileHandle: Sendable {
         try withFile { try $0.sync() }
     }
 
-    /// Wipes the key and closes the file. Idempotent.
+    /// Closes this handle; the file's key is wiped when it was the last
+    /// one. Idempotent.
     public func close() {
-        let wasOpen = phase.withLock { phase -> Bool in
-            guard case .open(let file) = phase else { return false }
-            file.close()
-            phase = .closed
-            return true
+        let wasOpen = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
         }
         if wasOpen { onClose(id) }
     }
 
-    /// Called when a lock completes (class A) or the store is erased or
-    /// shut down: wipes the key; later calls fail with `protectedDataUnavailable`.
-    func invalidate() {
-        phase.withLock { phase in
-            guard case .open(let file) = phase else { return }
-            file.close()
-            phase = .invalidated
-        }
-    }
+    /// Whether calls can still succeed: not closed, not invalidated.
+    public var isOpen: Bool { !isClosed && file.protection != nil }
 
-    /// Whether the handle is still usable.
-    public var isOpen: Bool {
-        phase.withLock { if case .open = $0 { true } else { false } }
-    }
+    private var isClosed: Bool { closed.withLock { $0 } }
 
     private func withFile<R>(_ body: (EncryptedFile) throws -> R) throws -> R {
-        try phase.withLock { phase in
-            switch phase {
-            case .closed:
-                throw ProtectionError(.handleClosed, "the handle on \(name) is closed")
-            case .invalidated:
-                throw ProtectionError(.protectedDataUnavailable,
-                                      "the handle on \(name) was invalidated by a lock; reopen it after unlocking")
-            case .open(let file):
-                return try ProtectionError.translating { try body(file) }
-            }
-        }
+        if isClosed { throw ProtectionError(.handleClosed, "the handle on \(name) is closed") }
+        return try file.perform(on: name, body)
     }
 
     deinit { close() }

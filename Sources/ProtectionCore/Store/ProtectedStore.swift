@@ -11,13 +11,16 @@ public final class ProtectedStore: Sendable {
     private struct State {
         var keyBag: KeyBag
         var machine: LockStateMachine
-        var handles: [UInt64: WeakHandle] = [:]
+        /// Files with at least one open handle, by inode.
+        var openFiles: [FileIdentity: OpenFileEntry] = [:]
+        /// Which file each open handle is on.
+        var handleFiles: [UInt64: FileIdentity] = [:]
         var nextHandleID: UInt64 = 1
     }
 
-    private struct WeakHandle {
-        weak var handle: ProtectedFileHandle?
-        let protection: ProtectionClass
+    private struct OpenFileEntry {
+        let file: SharedOpenFile
+        var handles: Set<UInt64>
     }
 
     private let state: LockedState<State>
@@ -60,10 +63,23 @@ public final class ProtectedStore: Sendable {
     /// Unlocks with `passcode` (rate-limited, counted on disk first).
     /// Returns the events to deliver (`didBecomeAvailable`).
     public func unlock(passcode: SecretBytes) throws -> [ProtectionEvent] {
-        try state.withLock { state in
-            try ProtectionError.translating { try state.keyBag.unlock(passcode: passcode) }
-            return perform(state.machine.unlockSucceeded(), on: &state).events
+        let result: Result<[ProtectionEvent], any Error> = state.withLock { state in
+            do {
+                try ProtectionError.translating { try state.keyBag.unlock(passcode: passcode) }
+                return .success(perform(state.machine.unlockSucceeded(), on: &state).events)
+            } catch let error as ProtectionError where error.code == .erasedAfterFailedAttempts {
+                // The key bag already holds new keys; finish the erase.
+                invalidateHandles(in: &state) { _ in true }
+                _ = state.machine.erased()
+                return .failure(error)
+            } catch {
+                return .failure(error)
+            }
         }
+        if case .failure(let error as ProtectionError) = result, error.code == .erasedAfterFailedAttempts {
+            try files.removeEverything()
+        }
+        return try result.get()
     }
 
     /// Sets the first passcode, or changes it given the current one. Only
@@ -109,14 +125,16 @@ public final class ProtectedStore: Sendable {
     }
 
     /// Crypto-shredding: new class keys (no passcode), every handle
-    /// invalidated, every file removed. Irreversible.
-    public func erase() throws {
-        try state.withLock { state in
+    /// invalidated, every file removed. Irreversible. Returns the events to
+    /// deliver (data is available again, with no passcode).
+    public func erase() throws -> [ProtectionEvent] {
+        let events = try state.withLock { state in
             invalidateHandles(in: &state) { _ in true }
             try ProtectionError.translating { try state.keyBag.erase() }
-            state.machine = LockStateMachine(passcodeSet: false)
+            return perform(state.machine.erased(), on: &state).events
         }
         try files.removeEverything()
+        return events
     }
 
     /// Closes every handle and wipes every key; the store is unusable after.
@@ -159,11 +177,12 @@ public final class ProtectedStore: Sendable {
     }
 
     /// Opens a handle. Opening an existing file needs its class key to
-    /// unwrap the file key; creating one needs only the key that wraps
-    /// (the public key for class B).
+    /// unwrap the file key, even when another handle has it open; creating
+    /// one needs only the key that wraps (the public key for class B).
     public func open(_ name: FileName, in namespace: Namespace, mode: OpenMode) throws -> ProtectedFileHandle {
         let path = try files.pathCreatingParents(for: name, in: namespace)
         let exists = Posix.exists(path)
+        let fd: Int32
         let file: EncryptedFile
         switch (mode, exists) {
         case (.existing, false):
@@ -171,10 +190,10 @@ public final class ProtectedStore: Sendable {
         case (.createNew, true):
             throw ProtectionError(.alreadyExists, "a file named \(name) already exists")
         case (.existing, true), (.openOrCreate, true):
-            let fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
+            fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
             file = try closing(fd) { try EncryptedFile.open(fd: fd, path: path, keys: currentKeys()) }
         case (.createNew(let protection), false), (.openOrCreate(let protection), false):
-            let fd = try Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+            fd = try Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
             do {
                 file = try EncryptedFile.create(fd: fd, path: path, protection: protection,
                                                 segmentSize: segmentSize, keys: currentKeys())
@@ -184,7 +203,14 @@ public final class ProtectedStore: Sendable {
                 throw error
             }
         }
-        return try register(file, name: name, namespace: namespace)
+        let identity: FileIdentity
+        do {
+            identity = try FileIdentity(fd: fd, path: path)
+        } catch {
+            file.close()
+            throw error
+        }
+        return try register(file, identity: identity, name: name, namespace: namespace)
     }
 
     /// The class of `name`, from its header; works in every state.
@@ -217,7 +243,7 @@ public final class ProtectedStore: Sendable {
 
     /// Handles currently open.
     public var openHandleCount: Int {
-        state.withLock { $0.handles.values.filter { $0.handle != nil }.count }
+        state.withLock { $0.handleFiles.count }
     }
 
     // MARK: - Internals
@@ -226,12 +252,18 @@ public final class ProtectedStore: Sendable {
         state.withLock { $0.keyBag.keys }
     }
 
-    /// Opens `name` for a one-off operation and closes it after.
+    /// Opens `name` for a one-off operation (which needs its class key)
+    /// and closes it after. When handles have the file open, `body` runs on
+    /// their shared file instead, so everyone sees one size and header.
     private func withOpenFile<R>(_ name: FileName, in namespace: Namespace, _ body: (EncryptedFile) throws -> R) throws -> R {
         let path = try files.path(for: name, in: namespace)
         let fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
         let file = try closing(fd) { try EncryptedFile.open(fd: fd, path: path, keys: currentKeys()) }
         defer { file.close() }
+        let identity = try FileIdentity(fd: fd, path: path)
+        if let shared = state.withLock({ $0.openFiles[identity]?.file }) {
+            return try shared.perform(on: name, body)
+        }
         return try ProtectionError.translating { try body(file) }
     }
 
@@ -245,29 +277,57 @@ public final class ProtectedStore: Sendable {
         }
     }
 
-    /// Tracks a new handle. Done under the state lock, re-checking that a
+    /// Tracks a new handle on `file`, or on the shared file already open
+    /// for the same inode. Done under the state lock, re-checking that a
     /// class A key is still present, so no class A handle can slip past a
     /// lock that completed while it was being opened.
-    private func register(_ file: EncryptedFile, name: FileName, namespace: Namespace) throws -> ProtectedFileHandle {
+    private func register(
+        _ file: EncryptedFile, identity: FileIdentity, name: FileName, namespace: Namespace
+    ) throws -> ProtectedFileHandle {
         try state.withLock { state in
             if file.header.protection == .complete && state.keyBag.keys.a == nil {
                 file.close()
                 throw ProtectionError.unavailable(.complete)
             }
+            var entry: OpenFileEntry
+            if let existing = state.openFiles[identity] {
+                file.close()
+                entry = existing
+            } else {
+                entry = OpenFileEntry(file: SharedOpenFile(file, identity: identity), handles: [])
+            }
             let id = state.nextHandleID
             state.nextHandleID += 1
-            let handle = ProtectedFileHandle(id: id, name: name, namespace: namespace, file: file) { [weak self] id in
-                self?.state.withLock { _ = $0.handles.removeValue(forKey: id) }
+            entry.handles.insert(id)
+            state.openFiles[identity] = entry
+            state.handleFiles[id] = identity
+            return ProtectedFileHandle(id: id, name: name, namespace: namespace, file: entry.file) { [weak self] id in
+                self?.handleClosed(id)
             }
-            state.handles[id] = WeakHandle(handle: handle, protection: file.header.protection)
-            return handle
         }
     }
 
-    private func invalidateHandles(in state: inout State, where shouldInvalidate: (ProtectionClass) -> Bool) {
-        for (id, entry) in state.handles where shouldInvalidate(entry.protection) {
-            entry.handle?.invalidate()
-            state.handles.removeValue(forKey: id)
+    /// Forgets handle `id`; closes its file when it was the last handle.
+    private func handleClosed(_ id: UInt64) {
+        state.withLock { state in
+            guard let identity = state.handleFiles.removeValue(forKey: id),
+                  var entry = state.openFiles[identity] else { return }
+            entry.handles.remove(id)
+            if entry.handles.isEmpty {
+                entry.file.close()
+                state.openFiles.removeValue(forKey: identity)
+            } else {
+                state.openFiles[identity] = entry
+            }
+        }
+    }
+
+    /// Invalidates every open file whose current class matches.
+    private func invalidateHandles(in state: inout State, where shouldInvalidate: (ProtectionClass?) -> Bool) {
+        for (identity, entry) in state.openFiles where shouldInvalidate(entry.file.protection) {
+            entry.file.invalidate()
+            state.openFiles.removeValue(forKey: identity)
+            for id in entry.handles { state.handleFiles.removeValue(forKey: id) }
         }
     }
 

@@ -80,12 +80,16 @@ enum Posix {
         guard Glibc.unlink(path) == 0 else { throw error("delete", path) }
     }
 
-    /// Creates `path` and any missing parents with mode 0700.
+    /// Creates `path` and any missing parents with mode 0700; each new
+    /// directory's parent is fsynced so the entry survives a crash.
     static func makeDirectories(_ path: String) throws {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
+            let parent = current.isEmpty ? "/" : current
             current += "/" + component
-            if mkdir(current, 0o700) != 0 && errno != EEXIST {
+            if mkdir(current, 0o700) == 0 {
+                try fsyncDirectory(parent)
+            } else if errno != EEXIST {
                 throw error("create directory", current)
             }
         }

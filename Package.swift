@@ -12,8 +12,16 @@ let strictSettings: [SwiftSetting] = [
 let package = Package(
     name: "protd",
     products: [
+        .library(name: "DataProtection", targets: ["DataProtection"]),
         .library(name: "Sodium", targets: ["Sodium"]),
         .library(name: "ProtectionCore", targets: ["ProtectionCore"]),
+        .executable(name: "protd", targets: ["protd"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML", "CommandLineArguments"]),
     ],
     targets: [
         .systemLibrary(
@@ -32,6 +40,56 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "CPeerCredentials",
+            path: "Sources/CPeerCredentials"
+        ),
+        .target(
+            name: "ProtectionWire",
+            dependencies: [
+                "ProtectionCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ProtectionConfiguration",
+            dependencies: [
+                "ProtectionCore", "Sodium",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ProtectionDaemon",
+            dependencies: [
+                "ProtectionCore", "ProtectionWire", "Sodium", "CPeerCredentials", "ProtectionConfiguration",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "DataProtection",
+            dependencies: [
+                "ProtectionCore", "ProtectionWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "protd",
+            dependencies: [
+                "ProtectionDaemon", "ProtectionConfiguration",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "ProtectionTestSupport",
             dependencies: ["ProtectionCore", "Sodium"],
             path: "Tests/ProtectionTestSupport",
@@ -45,6 +103,30 @@ let package = Package(
         .testTarget(
             name: "ProtectionCoreTests",
             dependencies: ["ProtectionCore", "Sodium", "ProtectionTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ProtectionWireTests",
+            dependencies: [
+                "ProtectionWire", "ProtectionCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ProtectionConfigurationTests",
+            dependencies: ["ProtectionConfiguration", "ProtectionCore", "ProtectionTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ProtectionDaemonTests",
+            dependencies: ["ProtectionDaemon", "ProtectionCore", "ProtectionTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport"],
             swiftSettings: strictSettings
         ),
     ],

@@ -1,0 +1,61 @@
+/// The type byte of every frame (docs/PROTOCOL.md lists each one's fields).
+/// Requests are below 0x80, responses 0x80-0xBF, events 0xC0 and above.
+public enum MessageType: UInt8, Sendable, CaseIterable {
+    // Requests (client to daemon).
+    case hello = 0x01
+    case status = 0x02
+    case lock = 0x03
+    case unlock = 0x04
+    case passwd = 0x05
+    case erase = 0x06
+    case writeBegin = 0x07
+    case writeChunk = 0x08
+    case writeEnd = 0x09
+    case read = 0x0A
+    case open = 0x0B
+    case handleRead = 0x0C
+    case handleWrite = 0x0D
+    case handleAppend = 0x0E
+    case handleTruncate = 0x0F
+    case handleSize = 0x10
+    case handleClose = 0x11
+    case getProtection = 0x12
+    case setProtection = 0x13
+    case list = 0x14
+    case stat = 0x15
+    case delete = 0x16
+    case subscribe = 0x17
+    case acknowledge = 0x18
+    case handleSync = 0x19
+    case writeAbort = 0x1A
+
+    // Responses (daemon to client).
+    case ok = 0x80
+    case helloAccepted = 0x81
+    case statusReport = 0x82
+    case size = 0x83
+    case handleOpened = 0x84
+    case protection = 0x85
+    case attributes = 0x86
+    case data = 0x87
+    case dataChunk = 0x88
+    case end = 0x89
+    case listChunk = 0x8A
+    case subscribed = 0x8B
+    case error = 0x8F
+
+    // Events (daemon to subscribed client, request id 0).
+    case event = 0xC0
+}
+
+/// Protocol constants.
+public enum WireProtocol {
+    /// The only protocol version so far.
+    public static let version: UInt16 = 1
+    /// The largest content chunk either side puts in one frame.
+    public static let chunkSize = 256 * 1024
+    /// A frame limit that always fits one chunk plus its fields.
+    public static let minimumFrameLength = 64 * 1024 + 64
+    /// `read` length meaning "to the end of the file".
+    public static let toEnd = UInt64.max
+}

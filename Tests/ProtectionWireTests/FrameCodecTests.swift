@@ -1,0 +1,126 @@
+import NIOCore
+import NIOTestUtils
+import ProtectionCore
+import ProtectionWire
+import Testing
+
+@Suite("Frame codec")
+struct FrameCodecTests {
+    private func encoded(_ frame: Frame) throws -> ByteBuffer {
+        var out = ByteBuffer()
+        try FrameEncoder().encode(data: frame, out: &out)
+        return out
+    }
+
+    private func frame(_ type: UInt8, _ id: UInt32, _ body: [UInt8]) -> Frame {
+        Frame(type: type, requestID: id, body: ByteBuffer(bytes: body))
+    }
+
+    @Test("the decoder handles frames split and joined at every byte (ByteToMessageDecoderVerifier)")
+    func verifier() throws {
+        let frames = [frame(0x02, 1, []), frame(0x08, 7, Array(0..<200)), frame(0x80, 0xFFFF_FFFF, [1])]
+        let pairs = try frames.map { (try encoded($0), [$0]) }
+        try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) {
+            FrameDecoder(maximumFrameLength: 1024)
+        }
+    }
+
+    @Test("a frame longer than the limit is refused before its body arrives")
+    func oversizedFrame() throws {
+        var decoder = FrameDecoder(maximumFrameLength: 100)
+        var buffer = ByteBuffer()
+        buffer.writeInteger(UInt32(101), endianness: .big)
+        #expect(throws: ProtocolViolation.self) { try decoder.decode(buffer: &buffer) }
+    }
+
+    @Test("a length shorter than the frame header is refused")
+    func undersizedLength() throws {
+        var decoder = FrameDecoder(maximumFrameLength: 100)
+        var buffer = ByteBuffer(bytes: [0, 0, 0, 4, 1, 0, 0, 0])
+        #expect(throws: ProtocolViolation.self) { try decoder.decode(buffer: &buffer) }
+    }
+
+    @Test("end of stream inside a frame is a protocol error")
+    func truncatedAtEOF() throws {
+        var decoder = FrameDecoder(maximumFrameLength: 100)
+        var buffer = ByteBuffer(bytes: [0, 0, 0, 9, 2, 0, 0])
+        #expect(try decoder.decode(buffer: &buffer) == nil)
+        #expect(throws: ProtocolViolation.self) { try decoder.decodeLast(buffer: &buffer, seenEOF: true) }
+    }
+}
+
+@Suite("Message encoding")
+struct MessageCodecTests {
+    static let requests: [Request] = [
+        .hello(minimumVersion: 1, maximumVersion: 3, client: "tests"),
+        .status, .erase, .writeEnd, .writeAbort, .subscribe,
+        .lock(graceMilliseconds: nil, waitUntilLocked: false),
+        .lock(graceMilliseconds: 0, waitUntilLocked: true),
+        .unlock(passcode: Array("pässcode".utf8)),
+        .passwd(old: nil, new: [1, 2]), .passwd(old: [3], new: [4]),
+        .writeBegin(name: "a/b", protection: .completeUnlessOpen, durable: true),
+        .writeChunk(ByteBuffer(bytes: [9, 8, 7])),
+        .read(name: "x", offset: 5, length: WireProtocol.toEnd),
+        .open(name: "h", mode: .openOrCreate, protection: .complete),
+        .handleRead(handle: 3, offset: 1 << 40, length: 65536),
+        .handleWrite(handle: 3, offset: 2, data: ByteBuffer(bytes: [1])),
+        .handleAppend(handle: 4, data: ByteBuffer()),
+        .handleTruncate(handle: 5, size: 0), .handleSize(handle: 6), .handleSync(handle: 7), .handleClose(handle: 8),
+        .getProtection(name: "g"), .setProtection(name: "s", protection: .none), .list(prefix: ""),
+        .stat(name: "st"), .delete(name: "d"), .acknowledge(sequence: 42),
+    ]
+
+    static let responses: [Response] = [
+        .ok, .end,
+        .helloAccepted(version: 1, maximumFrameLength: 1 << 20, uid: 1000, gid: 1000),
+        .status(StatusReport(state: .locking, passcodeSet: true, failedAttempts: 2, retryAfterSeconds: 0,
+                             gracePeriodMilliseconds: 10_000, eventSequence: 9, lockDeadlineUnixMilliseconds: 123)),
+        .subscribed(StatusReport(state: .locked, passcodeSet: true, failedAttempts: 0, retryAfterSeconds: 60,
+                                 gracePeriodMilliseconds: 0, eventSequence: 1, lockDeadlineUnixMilliseconds: 0)),
+        .size(77), .handleOpened(handle: 1, protection: .completeUntilFirstUserAuthentication, size: 5),
+        .protection(.complete),
+        .attributes(WireAttributes(name: "n", protection: .none, size: 1, modificationTime: -5)),
+        .data(ByteBuffer(bytes: [1, 2])), .dataChunk(ByteBuffer(bytes: [3])),
+        .listChunk([WireAttributes(name: "a", protection: .complete, size: 0, modificationTime: 1),
+                    WireAttributes(name: "b", protection: .none, size: 2, modificationTime: 3)]),
+        .error(WireError(.rateLimited, "wait", retryAfterSeconds: 60)),
+        .error(WireError(.notFound, "no such file")),
+        .event(WireEvent(kind: .willBecomeUnavailable, sequence: 3, state: .locking, deadlineUnixMilliseconds: 99)),
+        .event(WireEvent(kind: .didBecomeAvailable, sequence: 4, state: .unlocked, firstUnlock: true)),
+    ]
+
+    @Test("every request survives encode and decode", arguments: requests)
+    func requestRoundTrip(request: Request) throws {
+        let frame = request.frame(requestID: 17)
+        #expect(frame.requestID == 17)
+        #expect(try Request(frame: frame) == request)
+    }
+
+    @Test("every response survives encode and decode", arguments: responses)
+    func responseRoundTrip(response: Response) throws {
+        #expect(try Response(frame: response.frame(requestID: 3)) == response)
+    }
+
+    @Test("unknown types, missing fields and trailing bytes are protocol errors")
+    func malformedBodies() {
+        #expect(throws: ProtocolViolation.self) { try Request(frame: Frame(type: 0x7F, requestID: 1, body: ByteBuffer())) }
+        #expect(throws: ProtocolViolation.self) { try Request(frame: Frame(type: 0x80, requestID: 1, body: ByteBuffer())) }
+        #expect(throws: ProtocolViolation.self) { try Request(frame: Frame(type: 0x16, requestID: 1, body: ByteBuffer(bytes: [0, 5, 65]))) }
+        #expect(throws: ProtocolViolation.self) { try Request(frame: Frame(type: 0x02, requestID: 1, body: ByteBuffer(bytes: [0]))) }
+        #expect(throws: ProtocolViolation.self) {
+            try Request(frame: Frame(type: 0x13, requestID: 1, body: ByteBuffer(bytes: [0, 1, 65, 9])))
+        }
+        #expect(throws: ProtocolViolation.self) {
+            try Request(frame: Frame(type: 0x16, requestID: 1, body: ByteBuffer(bytes: [0, 2, 0xFF, 0xFE])))
+        }
+    }
+
+    @Test("an unknown error code decodes as internalError instead of failing")
+    func unknownErrorCode() throws {
+        var body = ByteBuffer()
+        body.writeInteger(UInt16(999), endianness: .big)
+        body.writeInteger(UInt16(0), endianness: .big)
+        body.writeInteger(UInt64(0), endianness: .big)
+        #expect(try Response(frame: Frame(type: 0x8F, requestID: 1, body: body)) == .error(WireError(.internalError, "")))
+    }
+}

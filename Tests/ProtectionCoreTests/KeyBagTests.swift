@@ -36,7 +36,7 @@ struct KeyBagTests {
         #expect(DeviceSecret.source(credentialsDirectory: directory.path, fallbackPath: fallback) == .file(path: fallback))
         #expect(DeviceSecret.source(credentialsDirectory: nil, fallbackPath: fallback) == .file(path: fallback))
         let credential = directory.appending("device-key")
-        FileManager.default.createFile(atPath: credential, contents: Data(repeating: 7, count: 31))
+        _ = FileManager.default.createFile(atPath: credential, contents: Data(repeating: 7, count: 31))
         #expect(DeviceSecret.source(credentialsDirectory: directory.path, fallbackPath: "/nonexistent")
                 == .credential(path: credential))
         #expect(throws: ProtectionError.self) { try DeviceSecret.load(from: .credential(path: credential)) }

@@ -16,12 +16,9 @@ final class EncryptedFile {
     private var plain: [UInt8]
     private var stored: [UInt8]
     private var closed = false
-    /// Whether `close()` closes `fd` (false when someone else owns it).
-    private let ownsDescriptor: Bool
 
-    private init(fd: Int32, path: String, header: FileHeader, key: FileKey, size: Int, ownsDescriptor: Bool = true) {
+    private init(fd: Int32, path: String, header: FileHeader, key: FileKey, size: Int) {
         self.fd = fd
-        self.ownsDescriptor = ownsDescriptor
         self.path = path
         self.header = header
         self.key = key
@@ -33,20 +30,14 @@ final class EncryptedFile {
 
     /// Writes a new, empty file into `fd` (header and one empty final
     /// segment) and returns it open. The file key is wrapped for
-    /// `protection` with the keys in `keys`. With `ownsDescriptor` false,
-    /// `close()` leaves `fd` open for its owner.
+    /// `protection` with the keys in `keys`. On success the file owns
+    /// `fd`; on failure the caller still does.
     static func create(
-        fd: Int32, path: String, protection: ProtectionClass, segmentSize: Int, keys: ClassKeys,
-        ownsDescriptor: Bool = true
+        fd: Int32, path: String, protection: ProtectionClass, segmentSize: Int, keys: ClassKeys
     ) throws -> EncryptedFile {
-        guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
-            throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
-        }
-        let key = try FileKey.generate()
-        let header = try key.makeHeader(protection: protection, segmentSize: segmentSize,
-                                        fileID: try SecureRandom.bytes(16), keys: keys)
+        let (key, header) = try FileKey.newFile(protection: protection, segmentSize: segmentSize, keys: keys)
         try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
-        let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0, ownsDescriptor: ownsDescriptor)
+        let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0)
         do {
             try file.sealAndWrite(index: 0, length: 0, final: true)
             try Posix.truncate(fd, to: file.layout.fileLength(forSize: 0), path: path)
@@ -149,7 +140,7 @@ final class EncryptedFile {
     func close() {
         guard !closed else { return }
         release()
-        if ownsDescriptor { Glibc.close(fd) }
+        Glibc.close(fd)
     }
 
     /// On a failed `create`/`open`: wipes the key but leaves the descriptor

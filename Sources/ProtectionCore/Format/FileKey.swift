@@ -14,6 +14,22 @@ final class FileKey: Sendable {
         FileKey(try SecretBytes.random(count: XChaCha20Poly1305.keyByteCount))
     }
 
+    /// A fresh key and the header of a new file in `protection` with a
+    /// random file id; checks the segment size.
+    static func newFile(protection: ProtectionClass, segmentSize: Int, keys: ClassKeys) throws -> (FileKey, FileHeader) {
+        guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
+            throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
+        }
+        let key = try generate()
+        do {
+            return (key, try key.makeHeader(protection: protection, segmentSize: segmentSize,
+                                             fileID: try SecureRandom.bytes(16), keys: keys))
+        } catch {
+            key.wipe()
+            throw error
+        }
+    }
+
     /// Bytes of the wrapped key in a header: a sealed box for class B, a
     /// nonce, ciphertext and tag for the others.
     static func wrappedByteCount(for protection: ProtectionClass) -> Int {

@@ -154,16 +154,25 @@ public final class ProtectedStore: Sendable {
         _ data: [UInt8], to name: FileName, in namespace: Namespace,
         protection: ProtectionClass = .default, durable: Bool = true
     ) throws {
+        let pending = try beginWrite(to: name, in: namespace, protection: protection, durable: durable)
+        try pending.append(data)
+        try pending.commit()
+    }
+
+    /// Starts a streamed whole-file write: append the content in pieces,
+    /// then commit. Creating needs only the key that wraps the new file's
+    /// key, so class B works while locked.
+    public func beginWrite(
+        to name: FileName, in namespace: Namespace, protection: ProtectionClass = .default, durable: Bool = true
+    ) throws -> PendingWrite {
         let keys = currentKeys()
         let path = try files.pathCreatingParents(for: name, in: namespace)
-        try ProtectionError.translating {
-            try files.atomicWriter(for: namespace).write(to: path, durable: durable) { fd, temporary in
-                let file = try EncryptedFile.create(fd: fd, path: temporary, protection: protection,
-                                                    segmentSize: segmentSize, keys: keys, ownsDescriptor: false)
-                defer { file.close() }
-                try data.withUnsafeBytes { try file.write($0, at: 0) }
-            }
+        let transaction = try files.atomicWriter(for: namespace).begin(target: path)
+        let writer = try ProtectionError.translating {
+            try SegmentStreamWriter(fd: transaction.fd, path: transaction.temporaryPath, protection: protection,
+                                    segmentSize: segmentSize, keys: keys)
         }
+        return PendingWrite(name: name, transaction: transaction, writer: writer, durable: durable)
     }
 
     /// The whole content of `name`.

@@ -8,31 +8,19 @@ struct AtomicFileWriter {
     /// Where temporary files are made; must be on the target's file system.
     let scratchDirectory: String
 
-    /// Creates a temporary file, lets `fill` write it through its descriptor,
-    /// then renames it to `path`. When `durable` the data and the rename are
-    /// fsynced. On any failure the temporary file is removed and the old
-    /// content at `path` is untouched.
-    func write(to path: String, durable: Bool, fill: (Int32, String) throws -> Void) throws {
-        let suffix = (try? SecureRandomName.make()) ?? String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        let temporary = scratchDirectory + "/tmp-" + suffix
+    /// Creates the temporary file for a new version of `path`.
+    func begin(target path: String) throws -> AtomicFileTransaction {
+        let temporary = scratchDirectory + "/tmp-" + (try SecureRandomName.make())
         let fd = try Posix.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-        var renamed = false
-        defer {
-            Glibc.close(fd)
-            if !renamed { Glibc.unlink(temporary) }
-        }
-        try fill(fd, temporary)
-        if durable { try Posix.fsync(fd, path: temporary) }
-        try Posix.rename(temporary, path)
-        renamed = true
-        if durable { try Posix.fsyncDirectory(Self.parent(of: path)) }
+        return AtomicFileTransaction(fd: fd, temporaryPath: temporary, targetPath: path)
     }
 
     /// Writes `bytes` atomically to `path`.
     func write(_ bytes: [UInt8], to path: String, durable: Bool) throws {
-        try write(to: path, durable: durable) { fd, temporary in
-            try bytes.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: temporary) }
-        }
+        let transaction = try begin(target: path)
+        defer { transaction.abort() }
+        try bytes.withUnsafeBytes { try Posix.pwrite(transaction.fd, $0, at: 0, path: transaction.temporaryPath) }
+        try transaction.commit(durable: durable)
     }
 
     /// The directory part of `path`.
@@ -40,4 +28,44 @@ struct AtomicFileWriter {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
+}
+
+/// One atomic replacement in progress: write through `fd`, then `commit`
+/// or `abort`. Abort (also on deinit) removes the temporary file and
+/// leaves the target untouched.
+final class AtomicFileTransaction {
+    /// The temporary file, open for writing.
+    let fd: Int32
+    /// Where the temporary file is.
+    let temporaryPath: String
+    /// The file it will replace.
+    let targetPath: String
+    private var finished = false
+
+    fileprivate init(fd: Int32, temporaryPath: String, targetPath: String) {
+        self.fd = fd
+        self.temporaryPath = temporaryPath
+        self.targetPath = targetPath
+    }
+
+    /// Renames the temporary file over the target; with `durable`, the data
+    /// is fsynced first and the directory after.
+    func commit(durable: Bool) throws {
+        precondition(!finished, "an atomic write is committed or aborted once")
+        if durable { try Posix.fsync(fd, path: temporaryPath) }
+        try Posix.rename(temporaryPath, targetPath)
+        finished = true
+        close(fd)
+        if durable { try Posix.fsyncDirectory(AtomicFileWriter.parent(of: targetPath)) }
+    }
+
+    /// Drops the temporary file. Harmless after `commit`.
+    func abort() {
+        guard !finished else { return }
+        finished = true
+        close(fd)
+        unlink(temporaryPath)
+    }
+
+    deinit { abort() }
 }

@@ -1,0 +1,65 @@
+internal import Sodium
+
+/// A whole-file write in progress: content is appended in pieces (so a
+/// large file is never held in memory) into a temporary file; `commit()`
+/// atomically replaces the target, `abort()` (or dropping it) leaves the
+/// old content. Use from one task at a time.
+public final class PendingWrite: @unchecked Sendable {
+    /// The file being written.
+    public let name: FileName
+    private let transaction: AtomicFileTransaction
+    private let writer: SegmentStreamWriter
+    private let durable: Bool
+    private var done = false
+
+    init(name: FileName, transaction: AtomicFileTransaction, writer: SegmentStreamWriter, durable: Bool) {
+        self.name = name
+        self.transaction = transaction
+        self.writer = writer
+        self.durable = durable
+    }
+
+    /// Bytes appended so far.
+    public var size: Int { writer.size }
+
+    /// Appends content.
+    public func append(_ bytes: UnsafeRawBufferPointer) throws {
+        guard !done else { throw ProtectionError(.handleClosed, "the write of \(name) is already finished") }
+        do {
+            try ProtectionError.translating { try writer.append(bytes) }
+        } catch {
+            abort()
+            throw error
+        }
+    }
+
+    /// Appends content.
+    public func append(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try append($0) }
+    }
+
+    /// Finishes the file and renames it over the target; returns its size.
+    @discardableResult
+    public func commit() throws -> Int {
+        guard !done else { throw ProtectionError(.handleClosed, "the write of \(name) is already finished") }
+        done = true
+        do {
+            try ProtectionError.translating { try writer.finish() }
+            try transaction.commit(durable: durable)
+        } catch {
+            writer.discard()
+            transaction.abort()
+            throw error
+        }
+        return writer.size
+    }
+
+    /// Drops the temporary file; the old content stays. Idempotent.
+    public func abort() {
+        done = true
+        writer.discard()
+        transaction.abort()
+    }
+
+    deinit { abort() }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import ProtectionCore
+import ProtectionTestSupport
+import Testing
+
+@Suite("Streamed whole-file writes")
+struct StreamingWriteTests {
+    @Test("content appended in pieces of any size reads back exactly", arguments: [1, 7, 1023, 1024, 1025, 5000])
+    func piecesOfAnySize(pieceSize: Int) throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        var random = SeededGenerator(seed: UInt64(pieceSize))
+        let content = (0..<(4 * 1024 + 3)).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let pending = try fixture.store.beginWrite(to: fixture.name("streamed"), in: fixture.namespace, durable: false)
+        var offset = 0
+        while offset < content.count {
+            let end = min(content.count, offset + pieceSize)
+            try pending.append(Array(content[offset..<end]))
+            offset = end
+        }
+        #expect(try pending.commit() == content.count)
+        #expect(try fixture.store.read(fixture.name("streamed"), in: fixture.namespace) == content)
+    }
+
+    @Test("an exact multiple of the segment size ends with a full final segment")
+    func exactMultiple() throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        try fixture.store.write([UInt8](repeating: 5, count: 2048), to: fixture.name("two"), in: fixture.namespace)
+        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/two"
+        let length = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+        #expect(length == 140 + 2 * (1024 + 40))
+        #expect(try fixture.store.read(fixture.name("two"), in: fixture.namespace) == [UInt8](repeating: 5, count: 2048))
+    }
+
+    @Test("an aborted write leaves the old content and no temporary file")
+    func abortKeepsOldContent() throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        let name = fixture.name("kept")
+        try fixture.store.write([1, 2, 3], to: name, in: fixture.namespace)
+        let pending = try fixture.store.beginWrite(to: name, in: fixture.namespace)
+        try pending.append([UInt8](repeating: 9, count: 5000))
+        pending.abort()
+        #expect(try fixture.store.read(name, in: fixture.namespace) == [1, 2, 3])
+        let scratch = fixture.directory.path + "/store/\(fixture.namespace.uid)/tmp"
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch).isEmpty)
+        #expect(throws: ProtectionError.self) { try pending.commit() }
+    }
+}

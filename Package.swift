@@ -86,6 +86,7 @@ let package = Package(
                 "ProtectionDaemon", "ProtectionConfiguration",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
@@ -116,12 +117,15 @@ let package = Package(
         ),
         .testTarget(
             name: "ProtectionConfigurationTests",
-            dependencies: ["ProtectionConfiguration", "ProtectionCore", "ProtectionTestSupport"],
+            dependencies: [
+                "ProtectionConfiguration", "ProtectionCore", "Sodium", "ProtectionTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "ProtectionDaemonTests",
-            dependencies: ["ProtectionDaemon", "ProtectionCore", "ProtectionTestSupport"],
+            dependencies: ["ProtectionDaemon", "ProtectionCore", "ProtectionWire", "CPeerCredentials", "ProtectionTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

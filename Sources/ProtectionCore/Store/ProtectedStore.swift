@@ -16,6 +16,8 @@ public final class ProtectedStore: Sendable {
         /// Which file each open handle is on.
         var handleFiles: [UInt64: FileIdentity] = [:]
         var nextHandleID: UInt64 = 1
+        /// See `takeUndeliveredEvents()`.
+        var undeliveredEvents: [ProtectionEvent] = []
     }
 
     private struct OpenFileEntry {
@@ -61,32 +63,31 @@ public final class ProtectedStore: Sendable {
     }
 
     /// Unlocks with `passcode` (rate-limited, counted on disk first).
-    /// Returns the events to deliver (`didBecomeAvailable`).
+    /// Returns the events to deliver (`didBecomeAvailable`). When the
+    /// failure erased everything (erase-after-N), the erase is completed
+    /// and its event waits in `takeUndeliveredEvents()`.
     public func unlock(passcode: SecretBytes) throws -> [ProtectionEvent] {
-        let result: Result<[ProtectionEvent], any Error> = state.withLock { state in
-            do {
-                try ProtectionError.translating { try state.keyBag.unlock(passcode: passcode) }
-                return .success(perform(state.machine.unlockSucceeded(), on: &state).events)
-            } catch let error as ProtectionError where error.code == .erasedAfterFailedAttempts {
-                // The key bag already holds new keys; finish the erase.
-                invalidateHandles(in: &state) { _ in true }
-                _ = state.machine.erased()
-                return .failure(error)
-            } catch {
-                return .failure(error)
-            }
+        try completingErase { state in
+            try ProtectionError.translating { try state.keyBag.unlock(passcode: passcode) }
+            return perform(state.machine.unlockSucceeded(), on: &state).events
         }
-        if case .failure(let error as ProtectionError) = result, error.code == .erasedAfterFailedAttempts {
-            try files.removeEverything()
-        }
-        return try result.get()
     }
 
     /// Sets the first passcode, or changes it given the current one. Only
-    /// the key bag is rewritten. The lock state does not change.
+    /// the key bag is rewritten. The lock state does not change. A wrong
+    /// old passcode counts as a failed attempt, erase-after-N included.
     public func setPasscode(_ new: SecretBytes, old: SecretBytes?) throws {
-        try state.withLock { state in
+        try completingErase { state in
             try ProtectionError.translating { try state.keyBag.setPasscode(new, old: old) }
+        }
+    }
+
+    /// Events produced by an operation that then failed (an erase after
+    /// too many wrong passcodes); the caller delivers them.
+    public func takeUndeliveredEvents() -> [ProtectionEvent] {
+        state.withLock { state in
+            defer { state.undeliveredEvents.removeAll() }
+            return state.undeliveredEvents
         }
     }
 
@@ -122,6 +123,24 @@ public final class ProtectedStore: Sendable {
     /// Completes a lock whose grace period has ended by `now`.
     public func deadlinePassed(now: ContinuousClock.Instant = .now) -> LockProgress {
         state.withLock { perform($0.machine.deadlinePassed(now: now), on: &$0) }
+    }
+
+    /// Runs a passcode check; if it erased the key bag (erase-after-N),
+    /// finishes the erase: handles invalidated, state unlocked with no
+    /// passcode, files removed.
+    private func completingErase<R>(_ body: (inout State) throws -> R) throws -> R {
+        var erased = false
+        defer { if erased { try? files.removeEverything() } }
+        return try state.withLock { state in
+            do {
+                return try body(&state)
+            } catch let error as ProtectionError where error.code == .erasedAfterFailedAttempts {
+                erased = true
+                invalidateHandles(in: &state) { _ in true }
+                state.undeliveredEvents += perform(state.machine.erased(), on: &state).events
+                throw error
+            }
+        }
     }
 
     /// Crypto-shredding: new class keys (no passcode), every handle

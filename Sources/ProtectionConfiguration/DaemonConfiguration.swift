@@ -1,0 +1,133 @@
+public import Logging
+public import ProtectionCore
+public import Sodium
+
+/// Everything protd reads at start: where the socket and state live, lock
+/// and passcode policy, logging and resource limits. Read once by
+/// `load(arguments:environment:)` from, highest priority first, command-line
+/// flags, `PROTD_*` environment variables, a YAML (or JSON) file and the
+/// defaults below; `usage` lists every key, flag and variable.
+///
+/// Each key `a.b-c` is also the flag `--a-b-c` and the environment variable
+/// `PROTD_A_B_C`. `Config/protd.yaml` documents every key with its default.
+public struct DaemonConfiguration: Sendable, Equatable {
+    /// Key `socket.path` (string path, default `/run/protd/protd.sock`; flags
+    /// `--socket-path` or `--socket`): the Unix socket clients connect to.
+    /// At most 107 bytes; a relative path is relative to the working directory.
+    public var socketPath: String
+    /// Key `socket.mode` (octal mode, default `0660`): permission bits of the
+    /// socket file. Written in octal with a leading zero (`"0660"`, `0o660`);
+    /// a plain integer without a leading zero is decimal (`432` = `0o660`).
+    public var socketMode: UInt32
+    /// Key `socket.group` (group name or numeric id, optional, default none):
+    /// group given to the socket file; `nil` leaves the group it was created with.
+    public var socketGroup: String?
+    /// Key `state.directory` (string path, default `/var/lib/protd`; flags
+    /// `--state-directory` or `--state-dir`): holds the key bag, the fallback
+    /// device secret and the encrypted files.
+    public var stateDirectory: String
+    /// Key `device-key.file` (string path, optional, default none): where the
+    /// 32-byte device secret lives. See `deviceSecretSource(environment:)`
+    /// for what happens when it is not set.
+    public var deviceKeyFile: String?
+    /// Key `lock.grace-period-seconds` (number of seconds, default 10, 0
+    /// allowed, fractions allowed, at most 86400): how long a lock waits for
+    /// subscribers to acknowledge before class A keys are wiped.
+    public var gracePeriod: Duration
+    /// Key `lock.admin-group` (group name, default `protd-admin`): members
+    /// (and root) may lock and set the passcode.
+    public var adminGroup: String
+    /// Keys `passcode.argon2-operations` (integer, default 2) and
+    /// `passcode.argon2-memory-kib` (integer KiB, default 65536 = 64 MiB):
+    /// Argon2id cost for new passcodes. Must pass `Argon2id.Cost.validate()`.
+    public var passcodeCost: Argon2id.Cost
+    /// Keys `passcode.failed-attempt-delays` (list of whole seconds, default
+    /// `[0, 0, 0, 0, 60, 300, 900, 900, 3600]`) and
+    /// `passcode.erase-after-failed-attempts` (integer, default 0 = never):
+    /// how failed unlocks are throttled and when every key is erased.
+    public var failedAttemptPolicy: FailedAttemptPolicy
+    /// Key `storage.segment-size` (integer bytes, default 65536, 1024 to
+    /// 16 MiB): plaintext bytes per encrypted segment of new files.
+    public var segmentSize: Int
+    /// Key `log.level` (one of `trace`, `debug`, `info`, `notice`, `warning`,
+    /// `error`, `critical`; default `info`): least severe level logged.
+    public var logLevel: Logger.Level
+    /// Key `limits.max-frame-bytes` (integer bytes, default 1049600 = 1 MiB +
+    /// 1 KiB, 65536 to 1 GiB): largest frame accepted on the socket.
+    public var maxFrameBytes: Int
+    /// Key `limits.max-connections` (integer, default 256, at least 1): most
+    /// client connections served at once.
+    public var maxConnections: Int
+    /// Key `limits.max-open-handles-per-connection` (integer, default 1024,
+    /// at least 1): most open file handles one connection may hold.
+    public var maxOpenHandlesPerConnection: Int
+
+    /// A configuration with every value given or defaulted; `init()` is the
+    /// built-in defaults. No validation happens here: `load` validates.
+    public init(
+        socketPath: String = "/run/protd/protd.sock",
+        socketMode: UInt32 = 0o660,
+        socketGroup: String? = nil,
+        stateDirectory: String = "/var/lib/protd",
+        deviceKeyFile: String? = nil,
+        gracePeriod: Duration = .seconds(10),
+        adminGroup: String = "protd-admin",
+        passcodeCost: Argon2id.Cost = .interactive,
+        failedAttemptPolicy: FailedAttemptPolicy = .standard,
+        segmentSize: Int = 65_536,
+        logLevel: Logger.Level = .info,
+        maxFrameBytes: Int = 1_048_576 + 1024,
+        maxConnections: Int = 256,
+        maxOpenHandlesPerConnection: Int = 1024
+    ) {
+        self.socketPath = socketPath
+        self.socketMode = socketMode
+        self.socketGroup = socketGroup
+        self.stateDirectory = stateDirectory
+        self.deviceKeyFile = deviceKeyFile
+        self.gracePeriod = gracePeriod
+        self.adminGroup = adminGroup
+        self.passcodeCost = passcodeCost
+        self.failedAttemptPolicy = failedAttemptPolicy
+        self.segmentSize = segmentSize
+        self.logLevel = logLevel
+        self.maxFrameBytes = maxFrameBytes
+        self.maxConnections = maxConnections
+        self.maxOpenHandlesPerConnection = maxOpenHandlesPerConnection
+    }
+
+    /// Where the device secret comes from:
+    /// 1. `deviceKeyFile` when set: `.file(path:)` (created on first use);
+    /// 2. else, when `CREDENTIALS_DIRECTORY` is set and non-empty in
+    ///    `environment` (systemd `LoadCredential[Encrypted]=`):
+    ///    `.credential(path: "$CREDENTIALS_DIRECTORY/device-key")`, which must exist;
+    /// 3. else `.file(path: stateDirectory + "/device-key")`.
+    public func deviceSecretSource(environment: [String: String]) -> DeviceSecret.Source {
+        if let deviceKeyFile {
+            return .file(path: deviceKeyFile)
+        }
+        if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+            return .credential(path: Self.joined(directory, DeviceSecret.credentialName))
+        }
+        return .file(path: Self.joined(stateDirectory, DeviceSecret.credentialName))
+    }
+
+    /// `directory/name` without a doubled slash when `directory` ends in one.
+    private static func joined(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    /// Upper bounds that are not in the format or libsodium.
+    enum Limits {
+        /// Longest grace period: one day.
+        static let maximumGraceSeconds = 86_400
+        /// Largest frame: 1 GiB.
+        static let maximumFrameBytes = 1 << 30
+        /// Smallest frame.
+        static let minimumFrameBytes = 65_536
+        /// Segment sizes the file format accepts (`SegmentLayout`).
+        static let segmentSizes = 1024...(16 << 20)
+        /// `sizeof(sockaddr_un.sun_path) - 1` on Linux.
+        static let maximumSocketPathBytes = 107
+    }
+}

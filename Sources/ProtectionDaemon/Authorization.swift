@@ -1,0 +1,26 @@
+/// Who may run the administrative operations (PROTECTION-MODEL section 6):
+/// lock needs root or the admin group; passwd needs the admin group (and
+/// the old passcode, checked by the key bag); erase needs root. Unlock and
+/// every file operation are open to all, files within the peer's own
+/// namespace.
+public struct Authorization: Sendable, Equatable {
+    /// The admin group's id, when the configured group exists.
+    public let adminGroupID: UInt32?
+
+    /// Makes a policy.
+    public init(adminGroupID: UInt32?) {
+        self.adminGroupID = adminGroupID
+    }
+
+    /// Root, or a member of the admin group.
+    public func isAdmin(_ peer: PeerCredentials) -> Bool {
+        peer.uid == 0 || adminGroupID.map(peer.isMember(of:)) == true
+    }
+
+    /// May `peer` lock the device?
+    public func mayLock(_ peer: PeerCredentials) -> Bool { isAdmin(peer) }
+    /// May `peer` set or change the passcode?
+    public func mayChangePasscode(_ peer: PeerCredentials) -> Bool { isAdmin(peer) }
+    /// May `peer` erase everything?
+    public func mayErase(_ peer: PeerCredentials) -> Bool { peer.uid == 0 }
+}

@@ -1,0 +1,329 @@
+internal import Logging
+internal import NIOCore
+internal import ProtectionCore
+internal import ProtectionWire
+internal import Sodium
+
+/// Serves one client: the hello, then requests in order, each answered with
+/// its request id. Owns the client's handles, streamed writes and event
+/// subscription, and releases them all when the connection ends, however
+/// it ends. Errors stay within the connection.
+final class Connection {
+    private let peer: PeerCredentials
+    private let context: ConnectionContext
+    private let outbound: NIOAsyncChannelOutboundWriter<Frame>
+    private let logger: Logger
+    private var handles: [UInt32: ProtectedFileHandle] = [:]
+    private var nextHandle: UInt32 = 1
+    private var writes: [UInt32: PendingWrite] = [:]
+    /// Writes that already got their (error) answer; their remaining
+    /// chunks and end are ignored.
+    private var answeredWrites: Set<UInt32> = []
+    private var subscription: SubscriberID?
+
+    private var namespace: Namespace { Namespace(uid: peer.uid) }
+
+    init(peer: PeerCredentials, context: ConnectionContext, outbound: NIOAsyncChannelOutboundWriter<Frame>) {
+        self.peer = peer
+        self.context = context
+        self.outbound = outbound
+        var logger = context.logger
+        logger[metadataKey: "protd.peer.uid"] = "\(peer.uid)"
+        logger[metadataKey: "protd.peer.pid"] = "\(peer.pid)"
+        self.logger = logger
+    }
+
+    /// Runs until the client disconnects or breaks the protocol.
+    func run(inbound: NIOAsyncChannelInboundStream<Frame>) async {
+        logger.debug("client connected")
+        do {
+            try await withThrowingDiscardingTaskGroup { group in
+                defer { group.cancelAll() }
+                var frames = inbound.makeAsyncIterator()
+                guard let first = try await frames.next() else { return }
+                guard try await handshake(first) else { return }
+                while let frame = try await frames.next() {
+                    let request: Request
+                    do {
+                        request = try Request(frame: frame)
+                    } catch {
+                        try await sendProtocolError(error)
+                        return
+                    }
+                    await serve(request, id: frame.requestID, group: &group)
+                }
+            }
+        } catch let violation as ProtocolViolation {
+            try? await sendProtocolError(violation)
+        } catch {
+            logger.debug("connection ended", metadata: ["protd.error": "\(error)"])
+        }
+        await release()
+        logger.debug("client disconnected")
+    }
+
+    // MARK: - Protocol
+
+    private func handshake(_ frame: Frame) async throws -> Bool {
+        guard case .hello(let minimum, let maximum, _) = try Request(frame: frame) else {
+            throw ProtocolViolation("the first request must be hello")
+        }
+        guard minimum <= WireProtocol.version && WireProtocol.version <= maximum else {
+            try await send(.error(WireError(.unsupportedVersion,
+                                            "this daemon speaks protocol version \(WireProtocol.version) only")),
+                           id: frame.requestID)
+            return false
+        }
+        try await send(.helloAccepted(version: WireProtocol.version, maximumFrameLength: UInt32(context.maximumFrameLength),
+                                      uid: peer.uid, gid: peer.gid), id: frame.requestID)
+        return true
+    }
+
+    private func sendProtocolError(_ error: any Error) async throws {
+        logger.info("protocol error; closing connection", metadata: ["protd.error": "\(error)"])
+        try await send(.error(WireError(serving: error)), id: 0)
+    }
+
+    private func send(_ response: Response, id: UInt32) async throws {
+        try await outbound.write(response.frame(requestID: id))
+    }
+
+    /// Answers one request; failures become error answers.
+    private func serve(_ request: Request, id: UInt32, group: inout ThrowingDiscardingTaskGroup<any Error>) async {
+        do {
+            if let answer = try await answer(request, id: id, group: &group) {
+                try await send(answer, id: id)
+            }
+        } catch {
+            if case .writeChunk = request { discardWrite(id) }
+            if case .writeEnd = request { discardWrite(id) }
+            try? await send(.error(WireError(serving: error)), id: id)
+        }
+    }
+
+    /// The single answer to `request`, or nil when it answers itself
+    /// (streams, deferred answers) or needs no answer yet.
+    private func answer(
+        _ request: Request, id: UInt32, group: inout ThrowingDiscardingTaskGroup<any Error>
+    ) async throws -> Response? {
+        let store = context.store
+        switch request {
+        case .hello:
+            throw ProtocolViolation("hello was already sent")
+        case .status:
+            return .status(await statusReport())
+        case .lock(let grace, let wait):
+            guard context.authorization.mayLock(peer) else {
+                throw WireError.permissionDenied("locking needs root or the admin group")
+            }
+            try await context.lockController.lock(grace: grace.map { .milliseconds(Int64($0)) }, by: peer)
+            guard wait else { return .ok }
+            let controller = context.lockController
+            let outbound = outbound
+            group.addTask {
+                await controller.waitUntilLocked()
+                try? await outbound.write(Response.ok.frame(requestID: id))
+            }
+            return nil
+        case .unlock(var passcode):
+            defer { Self.zero(&passcode) }
+            let secret = try Self.secret(passcode, field: "passcode")
+            try await context.lockController.unlock(passcode: secret, by: peer)
+            return .ok
+        case .passwd(var old, var new):
+            defer {
+                if old != nil { Self.zero(&old!) }
+                Self.zero(&new)
+            }
+            guard context.authorization.mayChangePasscode(peer) else {
+                throw WireError.permissionDenied("changing the passcode needs root or the admin group")
+            }
+            let newSecret = try Self.secret(new, field: "new passcode")
+            let oldSecret = try old.map { try Self.secret($0, field: "old passcode") }
+            try await context.lockController.changePasscode(newSecret, old: oldSecret, by: peer)
+            return .ok
+        case .erase:
+            guard context.authorization.mayErase(peer) else { throw WireError.permissionDenied("erase needs root") }
+            try await context.lockController.erase(by: peer)
+            return .ok
+        case .writeBegin(let name, let protection, let durable):
+            guard writes[id] == nil, !answeredWrites.contains(id) else {
+                throw ProtocolViolation("request id \(id) already has a write in progress")
+            }
+            do {
+                writes[id] = try store.beginWrite(to: try FileName(name), in: namespace, protection: protection,
+                                                  durable: durable)
+            } catch {
+                answeredWrites.insert(id)
+                throw error
+            }
+            return nil
+        case .writeChunk(let data):
+            if answeredWrites.contains(id) { return nil }
+            guard let pending = writes[id] else { throw WireError(.invalidArgument, "no write in progress for request \(id)") }
+            try data.withUnsafeReadableBytes { try pending.append($0) }
+            return nil
+        case .writeEnd:
+            if answeredWrites.remove(id) != nil { return nil }
+            guard let pending = writes.removeValue(forKey: id) else {
+                throw WireError(.invalidArgument, "no write in progress for request \(id)")
+            }
+            return .size(UInt64(try pending.commit()))
+        case .writeAbort:
+            if answeredWrites.remove(id) != nil { return nil }
+            guard let pending = writes.removeValue(forKey: id) else { return nil }
+            pending.abort()
+            return .ok
+        case .read(let name, let offset, let length):
+            try await streamRead(name: name, offset: offset, length: length, id: id)
+            return nil
+        case .open(let name, let mode, let protection):
+            guard handles.count < context.maximumOpenHandles else {
+                throw WireError(.tooManyHandles, "this connection already has \(handles.count) open handles; close some first")
+            }
+            let openMode: OpenMode = switch mode {
+            case .existing: .existing
+            case .createNew: .createNew(protection)
+            case .openOrCreate: .openOrCreate(protection)
+            }
+            let handle = try store.open(try FileName(name), in: namespace, mode: openMode)
+            let number = nextHandle
+            nextHandle &+= 1
+            handles[number] = handle
+            return .handleOpened(handle: number, protection: handle.protection ?? protection, size: UInt64(try handle.size()))
+        case .handleRead(let number, let offset, let length):
+            let bytes = try handle(number).read(offset: try Self.offset(offset),
+                                                count: min(Int(length), WireProtocol.chunkSize))
+            return .data(ByteBuffer(bytes: bytes))
+        case .handleWrite(let number, let offset, let data):
+            let handle = try handle(number)
+            try handle.write(Array(buffer: data), at: try Self.offset(offset))
+            return .size(UInt64(try handle.size()))
+        case .handleAppend(let number, let data):
+            return .size(UInt64(try handle(number).append(Array(buffer: data))))
+        case .handleTruncate(let number, let size):
+            let handle = try handle(number)
+            try handle.truncate(to: try Self.offset(size))
+            return .size(UInt64(try handle.size()))
+        case .handleSize(let number):
+            return .size(UInt64(try handle(number).size()))
+        case .handleSync(let number):
+            try handle(number).sync()
+            return .ok
+        case .handleClose(let number):
+            try handle(number).close()
+            handles.removeValue(forKey: number)
+            return .ok
+        case .getProtection(let name):
+            return .protection(try store.protection(of: try FileName(name), in: namespace))
+        case .setProtection(let name, let protection):
+            try store.setProtection(protection, of: try FileName(name), in: namespace)
+            return .ok
+        case .list(let prefix):
+            let entries = try store.list(in: namespace, prefix: prefix)
+            for chunk in stride(from: 0, to: entries.count, by: 256) {
+                try await send(.listChunk(entries[chunk..<min(entries.count, chunk + 256)].map(WireAttributes.init)), id: id)
+            }
+            return .end
+        case .stat(let name):
+            return .attributes(WireAttributes(try store.attributes(of: try FileName(name), in: namespace)))
+        case .delete(let name):
+            try store.delete(try FileName(name), in: namespace)
+            return .ok
+        case .subscribe:
+            if subscription == nil {
+                let (subscriber, events) = context.hub.subscribe()
+                subscription = subscriber
+                try await send(.subscribed(await statusReport()), id: id)
+                let outbound = outbound
+                group.addTask {
+                    for await event in events {
+                        try await outbound.write(Response.event(event).frame(requestID: 0))
+                    }
+                }
+                return nil
+            }
+            return .subscribed(await statusReport())
+        case .acknowledge:
+            guard let subscription else {
+                throw WireError(.invalidArgument, "acknowledge needs a subscription on this connection")
+            }
+            await context.lockController.acknowledge(subscription)
+            return .ok
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// Streams `length` bytes from `offset` as data chunks, then `end`.
+    private func streamRead(name: String, offset: UInt64, length: UInt64, id: UInt32) async throws {
+        let handle = try context.store.open(try FileName(name), in: namespace, mode: .existing)
+        defer { handle.close() }
+        var position = try Self.offset(offset)
+        var remaining = length
+        while remaining > 0 {
+            let bytes = try handle.read(offset: position, count: Int(min(remaining, UInt64(WireProtocol.chunkSize))))
+            if bytes.isEmpty { break }
+            try await send(.dataChunk(ByteBuffer(bytes: bytes)), id: id)
+            position += bytes.count
+            remaining -= UInt64(bytes.count)
+        }
+        try await send(.end, id: id)
+    }
+
+    private func handle(_ number: UInt32) throws -> ProtectedFileHandle {
+        guard let handle = handles[number] else {
+            throw WireError(.handleClosed, "no open handle \(number) on this connection")
+        }
+        return handle
+    }
+
+    private func discardWrite(_ id: UInt32) {
+        writes.removeValue(forKey: id)?.abort()
+        answeredWrites.insert(id)
+    }
+
+    private func statusReport() async -> StatusReport {
+        let status = context.store.status
+        return StatusReport(
+            state: status.state, passcodeSet: status.passcodeSet, failedAttempts: UInt32(clamping: status.failedAttempts),
+            retryAfterSeconds: UInt64(max(0, status.secondsUntilNextAttempt)),
+            gracePeriodMilliseconds: UInt64(max(0, context.lockController.gracePeriod.milliseconds)),
+            eventSequence: status.eventSequence,
+            lockDeadlineUnixMilliseconds: status.lockDeadline.map(UnixTime.milliseconds(at:)) ?? 0)
+    }
+
+    private static func secret(_ bytes: [UInt8], field: String) throws -> SecretBytes {
+        guard !bytes.isEmpty else { throw WireError(.invalidArgument, "the \(field) must not be empty") }
+        return try bytes.withUnsafeBytes { try SecretBytes(copying: $0) }
+    }
+
+    /// Overwrites a passcode copy that came off the wire.
+    private static func zero(_ bytes: inout [UInt8]) {
+        for index in bytes.indices { bytes[index] = 0 }
+    }
+
+    private static func offset(_ value: UInt64) throws -> Int {
+        guard value <= UInt64(Int.max) else { throw WireError(.invalidArgument, "offset \(value) is too large") }
+        return Int(value)
+    }
+
+    /// Closes handles, aborts writes, leaves the event hub.
+    private func release() async {
+        for handle in handles.values { handle.close() }
+        handles.removeAll()
+        for pending in writes.values { pending.abort() }
+        writes.removeAll()
+        if let subscription {
+            context.hub.unsubscribe(subscription)
+            await context.lockController.subscriberLeft(subscription)
+        }
+    }
+}
+
+extension WireAttributes {
+    init(_ attributes: FileAttributes) {
+        self.init(name: attributes.name.value, protection: attributes.protection, size: UInt64(attributes.size),
+                  modificationTime: attributes.modificationTime)
+    }
+}

@@ -1,0 +1,58 @@
+internal import Glibc
+public import Logging
+public import ProtectionConfiguration
+internal import ProtectionCore
+public import ServiceLifecycle
+
+/// The whole daemon built from its configuration: the store, lock
+/// controller, event hub and server. Run it as a `Service`; when it
+/// returns (graceful shutdown), every handle is closed and every key wiped.
+public final class Daemon: Service {
+    /// The server part.
+    public let server: DaemonServer
+    private let store: ProtectedStore
+    private let hub: EventHub
+    private let lockController: LockController
+    private let logger: Logger
+
+    /// Opens the state directory and prepares the server. `environment`
+    /// supplies `CREDENTIALS_DIRECTORY`.
+    public init(configuration: DaemonConfiguration, environment: [String: String], logger: Logger,
+                onReady: @escaping @Sendable () -> Void = {}) throws {
+        let storeConfiguration = StoreConfiguration(
+            stateDirectory: configuration.stateDirectory,
+            deviceSecret: configuration.deviceSecretSource(environment: environment),
+            passcodeCost: configuration.passcodeCost,
+            failedAttemptPolicy: configuration.failedAttemptPolicy,
+            segmentSize: configuration.segmentSize)
+        store = try ProtectedStore(configuration: storeConfiguration)
+        hub = EventHub()
+        lockController = LockController(store: store, hub: hub, defaultGrace: configuration.gracePeriod, logger: logger)
+        self.logger = logger
+        let adminGroupID = getgrnam(configuration.adminGroup).map { $0.pointee.gr_gid }
+        if adminGroupID == nil {
+            logger.warning("admin group does not exist; only root may lock or change the passcode",
+                           metadata: ["protd.admin_group": "\(configuration.adminGroup)"])
+        }
+        let context = ConnectionContext(
+            store: store, lockController: lockController, hub: hub,
+            authorization: Authorization(adminGroupID: adminGroupID),
+            maximumFrameLength: configuration.maxFrameBytes,
+            maximumOpenHandles: configuration.maxOpenHandlesPerConnection, logger: logger)
+        server = DaemonServer(socketPath: configuration.socketPath, socketMode: configuration.socketMode,
+                              socketGroup: configuration.socketGroup, maximumConnections: configuration.maxConnections,
+                              context: context, onReady: onReady)
+        logger.info("state loaded", metadata: ["protd.state": "\(store.lockState)",
+                                               "protd.passcode_set": "\(store.status.passcodeSet)"])
+    }
+
+    public func run() async throws {
+        defer {
+            hub.finishAll()
+            store.shutdown()
+            logger.notice("keys wiped; stopped")
+        }
+        try await server.run()
+        await lockController.stop()
+    }
+}

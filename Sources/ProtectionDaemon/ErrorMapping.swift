@@ -1,0 +1,24 @@
+internal import ProtectionCore
+internal import ProtectionWire
+
+extension WireError {
+    /// The answer for any error thrown while serving a request. Errors we do
+    /// not know are reported generically, so no internal detail leaks.
+    init(serving error: any Error) {
+        switch error {
+        case let error as WireError:
+            self = error
+        case let error as ProtectionError:
+            self.init(WireErrorCode(error.code), error.message,
+                      retryAfterSeconds: error.retryAfterSeconds.map { UInt64(max(0, $0)) })
+        case let violation as ProtocolViolation:
+            self.init(.protocolError, violation.message)
+        default:
+            self.init(.internalError, "the daemon could not complete the request; see its log")
+        }
+    }
+
+    static func permissionDenied(_ what: String) -> WireError {
+        WireError(.permissionDenied, "permission denied: \(what)")
+    }
+}

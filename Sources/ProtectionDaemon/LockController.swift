@@ -1,0 +1,140 @@
+public import Logging
+public import ProtectionCore
+internal import ProtectionWire
+internal import Sodium
+
+/// Drives the store's lock life cycle in real time: starts locks, runs the
+/// grace-period timer, takes acknowledgements, unlocks, and publishes every
+/// resulting event through the hub. Audit lines for lock, unlock and
+/// failed attempts are logged here (never a passcode).
+public actor LockController {
+    private let store: ProtectedStore
+    private let hub: EventHub
+    private let defaultGrace: Duration
+    private let logger: Logger
+    private var deadlineTimer: Task<Void, Never>?
+    private var lockedWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Makes a controller over `store`, publishing to `hub`.
+    public init(store: ProtectedStore, hub: EventHub, defaultGrace: Duration, logger: Logger) {
+        self.store = store
+        self.hub = hub
+        self.defaultGrace = defaultGrace
+        self.logger = logger
+    }
+
+    /// The configured grace period.
+    public nonisolated var gracePeriod: Duration { defaultGrace }
+
+    /// Starts a lock (already authorised by the caller).
+    func lock(grace: Duration?, by peer: PeerCredentials) throws {
+        let grace = grace ?? defaultGrace
+        let progress = try store.requestLock(grace: grace, now: .now, subscribers: hub.subscriberIDs)
+        logger.notice("lock requested", metadata: ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)",
+                                                    "protd.lock.grace_ms": "\(grace.milliseconds)"])
+        apply(progress)
+    }
+
+    /// Returns once the state is `locked` (or no longer heading there).
+    func waitUntilLocked() async {
+        guard store.lockState == .locking else { return }
+        await withCheckedContinuation { lockedWaiters.append($0) }
+    }
+
+    /// Unlocks with `passcode` (rate-limited by the key bag).
+    func unlock(passcode: SecretBytes, by peer: PeerCredentials) throws {
+        let metadata: Logger.Metadata = ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)"]
+        do {
+            let events = try store.unlock(passcode: passcode)
+            logger.notice("unlock succeeded", metadata: metadata)
+            publish(events)
+        } catch let error as ProtectionError {
+            var failure = metadata
+            failure["protd.unlock.result"] = "\(error.code.rawValue)"
+            failure["protd.unlock.failed_attempts"] = "\(store.status.failedAttempts)"
+            logger.warning("unlock failed", metadata: failure)
+            if error.code == .erasedAfterFailedAttempts {
+                logger.critical("every key was erased after too many failed unlock attempts", metadata: metadata)
+                publish(store.takeUndeliveredEvents())
+            }
+            throw error
+        }
+    }
+
+    /// Sets or changes the passcode (already authorised).
+    func changePasscode(_ new: SecretBytes, old: SecretBytes?, by peer: PeerCredentials) throws {
+        defer { publish(store.takeUndeliveredEvents()) }
+        try store.setPasscode(new, old: old)
+        logger.notice("passcode changed", metadata: ["protd.peer.uid": "\(peer.uid)"])
+    }
+
+    /// Crypto-shreds everything (already authorised).
+    func erase(by peer: PeerCredentials) throws {
+        let events = try store.erase()
+        deadlineTimer?.cancel()
+        logger.critical("erased every key and file", metadata: ["protd.peer.uid": "\(peer.uid)"])
+        publish(events)
+        resumeWaitersIfSettled()
+    }
+
+    /// A subscriber acknowledged `willBecomeUnavailable`.
+    func acknowledge(_ subscriber: SubscriberID) {
+        apply(store.acknowledge(subscriber))
+    }
+
+    /// A subscriber went away.
+    func subscriberLeft(_ subscriber: SubscriberID) {
+        apply(store.subscriberLeft(subscriber))
+    }
+
+    /// Stops the timer and releases waiters (shutdown).
+    func stop() {
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        let waiters = lockedWaiters
+        lockedWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func apply(_ progress: LockProgress) {
+        publish(progress.events)
+        if let deadline = progress.pendingDeadline {
+            deadlineTimer?.cancel()
+            deadlineTimer = Task { [weak self] in
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                guard !Task.isCancelled else { return }
+                await self?.deadlineReached()
+            }
+        }
+        resumeWaitersIfSettled()
+    }
+
+    private func deadlineReached() {
+        apply(store.deadlinePassed(now: .now))
+    }
+
+    private func publish(_ events: [ProtectionEvent]) {
+        for event in events where event.kind == .didBecomeUnavailable {
+            logger.notice("lock completed: class A keys and class B private key wiped",
+                          metadata: ["protd.event.sequence": "\(event.sequence)"])
+        }
+        hub.broadcast(events)
+    }
+
+    private func resumeWaitersIfSettled() {
+        guard store.lockState != .locking else { return }
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        let waiters = lockedWaiters
+        lockedWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds.
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

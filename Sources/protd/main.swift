@@ -1,0 +1,44 @@
+import Foundation
+import Logging
+import ProtectionConfiguration
+import ProtectionDaemon
+import ServiceLifecycle
+import UnixSignals
+
+/// protd: read the configuration once, then run the daemon until SIGTERM or
+/// SIGINT. Exit codes: 0 after a clean shutdown, 78 for a configuration
+/// error, 1 for any other start-up failure.
+let arguments = Array(CommandLine.arguments.dropFirst())
+let environment = ProcessInfo.processInfo.environment
+
+if DaemonConfiguration.wantsHelp(arguments: arguments) {
+    print(DaemonConfiguration.usage)
+    exit(0)
+}
+
+let configuration: DaemonConfiguration
+do {
+    configuration = try await DaemonConfiguration.load(arguments: arguments, environment: environment)
+} catch {
+    FileHandle.standardError.write(Data("protd: \(error)\n".utf8))
+    exit(78)
+}
+
+let logLevel = configuration.logLevel
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = logLevel
+    return handler
+}
+let logger = Logger(label: "protd")
+
+do {
+    let daemon = try Daemon(configuration: configuration, environment: environment, logger: logger)
+    var groupConfiguration = ServiceGroupConfiguration(
+        services: [.init(service: daemon)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+    groupConfiguration.maximumGracefulShutdownDuration = .seconds(8)
+    try await ServiceGroup(configuration: groupConfiguration).run()
+} catch {
+    logger.critical("protd stopped: \(error)")
+    exit(1)
+}

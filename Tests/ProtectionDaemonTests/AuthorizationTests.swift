@@ -1,0 +1,74 @@
+@testable import ProtectionDaemon
+import CPeerCredentials
+import ProtectionCore
+import ProtectionWire
+import Testing
+
+@Suite("Who may do what")
+struct AuthorizationTests {
+    let policy = Authorization(adminGroupID: 50)
+
+    @Test("root may lock, change the passcode and erase")
+    func root() {
+        let root = PeerCredentials(uid: 0, gid: 0, pid: 1, groups: [])
+        #expect(policy.mayLock(root) && policy.mayChangePasscode(root) && policy.mayErase(root))
+    }
+
+    @Test("an admin-group member may lock and change the passcode but not erase")
+    func adminMember() {
+        let supplementary = PeerCredentials(uid: 1000, gid: 1000, pid: 2, groups: [27, 50])
+        let primary = PeerCredentials(uid: 1001, gid: 50, pid: 3, groups: [])
+        for peer in [supplementary, primary] {
+            #expect(policy.mayLock(peer))
+            #expect(policy.mayChangePasscode(peer))
+            #expect(!policy.mayErase(peer))
+        }
+    }
+
+    @Test("anyone else may do none of them, and nobody is admin when the group is missing")
+    func others() {
+        let user = PeerCredentials(uid: 1000, gid: 1000, pid: 2, groups: [27])
+        #expect(!policy.mayLock(user) && !policy.mayChangePasscode(user) && !policy.mayErase(user))
+        let noGroup = Authorization(adminGroupID: nil)
+        #expect(!noGroup.mayLock(PeerCredentials(uid: 1000, gid: 50, pid: 2, groups: [50])))
+    }
+
+    @Test("the kernel's group list is read up to its zero padding")
+    func groupParsing() {
+        var raw = protd_peer_groups()
+        withUnsafeMutableBytes(of: &raw.gids) { buffer in
+            let gids = buffer.bindMemory(to: UInt32.self)
+            gids[0] = 4; gids[1] = 27; gids[2] = 1000
+        }
+        #expect(PeerCredentials.parse(raw) == [4, 27, 1000])
+        #expect(PeerCredentials.parse(protd_peer_groups()) == [])
+        withUnsafeMutableBytes(of: &raw.gids) { buffer in
+            let gids = buffer.bindMemory(to: UInt32.self)
+            gids[0] = 0; gids[1] = 5; gids[2] = 0
+        }
+        #expect(PeerCredentials.parse(raw) == [0, 5])
+    }
+}
+
+@Suite("Event hub")
+struct EventHubTests {
+    @Test("a subscriber that never reads keeps only the newest events and does not block the others")
+    func boundedBuffers() async {
+        let hub = EventHub()
+        let (_, slow) = hub.subscribe()
+        let (fastID, fast) = hub.subscribe()
+        let events = (1...UInt64(EventHub.bufferSize * 3)).map {
+            ProtectionEvent(kind: .didBecomeUnavailable, sequence: $0, state: .locked)
+        }
+        hub.broadcast(events)
+        hub.unsubscribe(fastID)
+        var fastCount = 0
+        for await _ in fast { fastCount += 1 }
+        #expect(fastCount == EventHub.bufferSize)
+        hub.finishAll()
+        var sequences: [UInt64] = []
+        for await event in slow { sequences.append(event.sequence) }
+        #expect(sequences.count == EventHub.bufferSize)
+        #expect(sequences.last == UInt64(EventHub.bufferSize * 3))
+    }
+}

@@ -1,0 +1,134 @@
+public import Foundation
+
+/// The real `protd` binary, started in a temporary directory with its own
+/// socket, state directory and a cheap (but real) Argon2id cost. Tests talk
+/// to it through the real client library.
+public final class DaemonProcess: @unchecked Sendable {
+    /// The temporary directory holding socket, state and config.
+    public let directory: TemporaryDirectory
+    /// The socket path.
+    public let socketPath: String
+    /// The state directory (survives `restart()`).
+    public let stateDirectory: String
+    /// The config file used.
+    public let configPath: String
+    private var process: Process?
+    private let logPath: String
+
+    /// Path of the built `protd` next to the test bundle.
+    public static var binaryPath: String {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return executable.deletingLastPathComponent().appendingPathComponent("protd").path
+    }
+
+    /// Writes a config and starts protd; returns once it accepts connections.
+    /// `extraConfig` is appended to the YAML (e.g. "lock:\n  grace-period-seconds: 0\n").
+    public init(gracePeriodSeconds: Double = 10, extraConfig: String = "", extraArguments: [String] = []) throws {
+        directory = try TemporaryDirectory("daemon")
+        // Unix socket paths are limited to 107 bytes; keep it short.
+        socketPath = directory.appending("s")
+        stateDirectory = directory.appending("state")
+        configPath = directory.appending("protd.yaml")
+        logPath = directory.appending("protd.log")
+        let yaml = """
+            socket:
+              path: \(socketPath)
+            state:
+              directory: \(stateDirectory)
+            lock:
+              grace-period-seconds: \(gracePeriodSeconds)
+              admin-group: root
+            passcode:
+              argon2-operations: 1
+              argon2-memory-kib: 8
+            log:
+              level: debug
+
+            """ + extraConfig
+        try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
+        try start(extraArguments: extraArguments)
+    }
+
+    /// Starts the binary and waits for its socket.
+    public func start(extraArguments: [String] = []) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binaryPath)
+        process.arguments = ["--config", configPath] + extraArguments
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        self.process = process
+        try waitForSocket()
+    }
+
+    /// The process id of the running daemon.
+    public var pid: Int32 { process?.processIdentifier ?? 0 }
+
+    /// Sends SIGTERM and waits; returns the exit status and how long it took.
+    @discardableResult
+    public func stop(timeout: TimeInterval = 15) -> (status: Int32, seconds: Double)? {
+        guard let process, process.isRunning else { return nil }
+        let started = Date()
+        process.terminate()
+        while process.isRunning && Date().timeIntervalSince(started) < timeout { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        self.process = nil
+        return (process.terminationStatus, Date().timeIntervalSince(started))
+    }
+
+    /// Kills with SIGKILL (a crash) and waits.
+    public func kill9() {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    /// Stops and starts again on the same state (a daemon restart).
+    public func restart() throws {
+        stop()
+        try start()
+    }
+
+    /// Everything the daemon logged so far.
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Resident set size of the daemon in KiB, from /proc.
+    public var residentKiB: Int? { Self.residentKiB(pid: pid) }
+
+    /// VmRSS of `pid` in KiB.
+    public static func residentKiB(pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "")
+        }
+        return nil
+    }
+
+    private func waitForSocket() throws {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if FileManager.default.fileExists(atPath: socketPath) { return }
+            if let process, !process.isRunning {
+                throw DaemonFailed("protd exited with \(process.terminationStatus) before serving:\n\(log)")
+            }
+            usleep(20_000)
+        }
+        throw DaemonFailed("protd did not create its socket within 20 s:\n\(log)")
+    }
+
+    deinit {
+        stop()
+        directory.remove()
+    }
+}
+
+/// The daemon did not start.
+public struct DaemonFailed: Error, CustomStringConvertible {
+    /// Why, with the daemon's log.
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

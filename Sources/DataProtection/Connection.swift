@@ -1,0 +1,240 @@
+internal import NIOCore
+internal import NIOPosix
+internal import ProtectionWire
+
+/// One socket to protd after a successful hello: sends requests through the
+/// NIOAsyncChannel writer (safe from many tasks at once) while a reader task
+/// hands every frame to the `RequestRouter`.
+final class Connection: Sendable {
+    /// The largest frame this client accepts; the daemon's own limit bounds
+    /// what it sends, this only guards against a runaway peer.
+    static let clientFrameLimit = 16 * 1024 * 1024
+    /// Room kept for the fields around a data chunk in one frame.
+    static let frameOverhead = 64
+
+    let router: RequestRouter
+    /// The protocol version the daemon chose.
+    let protocolVersion: UInt16
+    /// The largest content chunk one request may carry.
+    let maximumChunkSize: Int
+    /// The caller's identity as the daemon sees it.
+    let uid: UInt32
+    let gid: UInt32
+
+    private let channel: any Channel
+    private let outbound: NIOAsyncChannelOutboundWriter<Frame>
+    private let reader: Task<Void, Never>
+
+    private init(router: RequestRouter, channel: any Channel, outbound: NIOAsyncChannelOutboundWriter<Frame>,
+                 reader: Task<Void, Never>, accepted: HelloAccepted) {
+        self.router = router
+        self.channel = channel
+        self.outbound = outbound
+        self.reader = reader
+        self.protocolVersion = accepted.version
+        self.maximumChunkSize = accepted.maximumChunkSize
+        self.uid = accepted.uid
+        self.gid = accepted.gid
+    }
+
+    deinit {
+        // A client dropped without close(): do not leave the socket open.
+        router.close(with: .daemonUnavailable("the client was released"))
+        channel.close(promise: nil)
+    }
+
+    // MARK: Opening
+
+    private struct HelloAccepted {
+        var version: UInt16
+        var maximumChunkSize: Int
+        var uid: UInt32
+        var gid: UInt32
+    }
+
+    /// Connects to the socket at `path` and says hello.
+    static func open(socketPath path: String, clientName: String) async throws(DataProtectionError) -> Connection {
+        let asyncChannel: NIOAsyncChannel<Frame, Frame>
+        do {
+            asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: path) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            ByteToMessageHandler(FrameDecoder(maximumFrameLength: Connection.clientFrameLimit)))
+                        try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+                        return try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw .daemonUnavailable("cannot connect to protd at \(path): \(error)")
+        }
+
+        let router = RequestRouter()
+        var readerTask: Task<Void, Never>?
+        let outbound = await withCheckedContinuation { (handOver: CheckedContinuation<NIOAsyncChannelOutboundWriter<Frame>, Never>) in
+            readerTask = Task { await Connection.runReader(asyncChannel, router: router, handOver: handOver) }
+        }
+        guard let reader = readerTask else {
+            throw .internalError("the connection's reader task did not start")
+        }
+
+        do {
+            let accepted = try await hello(clientName: clientName, router: router, outbound: outbound)
+            return Connection(router: router, channel: asyncChannel.channel, outbound: outbound, reader: reader,
+                              accepted: accepted)
+        } catch {
+            router.close(with: .daemonUnavailable("the hello to protd failed: \(error.message)"))
+            try? await asyncChannel.channel.close()
+            await reader.value
+            throw error
+        }
+    }
+
+    private static func hello(clientName: String, router: RequestRouter,
+                              outbound: NIOAsyncChannelOutboundWriter<Frame>) async throws(DataProtectionError) -> HelloAccepted {
+        let id = try router.register(.single)
+        let request = Request.hello(minimumVersion: WireProtocol.version, maximumVersion: WireProtocol.version,
+                                    client: WireText.clientLabel(clientName))
+        do {
+            try await outbound.write(request.frame(requestID: id))
+        } catch {
+            router.discard(id)
+            throw router.closedError ?? .daemonUnavailable("cannot send the hello to protd: \(error)")
+        }
+        let response = try await router.wait(for: id).get().first
+        guard case .helloAccepted(let version, let maximumFrameLength, let uid, let gid) = response else {
+            throw response.map { DataProtectionError.unexpected($0, to: "hello") }
+                ?? .protocolError("protd answered the hello with nothing")
+        }
+        guard version == WireProtocol.version else {
+            throw .unsupportedVersion("protd chose protocol version \(version); this library speaks \(WireProtocol.version)")
+        }
+        let chunk = min(WireProtocol.chunkSize, Int(maximumFrameLength) - frameOverhead)
+        guard chunk > 0 else {
+            throw .protocolError("protd's frame limit of \(maximumFrameLength) bytes leaves no room for data")
+        }
+        return HelloAccepted(version: version, maximumChunkSize: chunk, uid: uid, gid: gid)
+    }
+
+    /// Reads frames until the connection ends, then fails whatever still waits.
+    private static func runReader(_ asyncChannel: NIOAsyncChannel<Frame, Frame>, router: RequestRouter,
+                                  handOver: CheckedContinuation<NIOAsyncChannelOutboundWriter<Frame>, Never>) async {
+        let channel = asyncChannel.channel
+        do {
+            try await asyncChannel.executeThenClose { inbound, outbound in
+                handOver.resume(returning: outbound)
+                do {
+                    for try await frame in inbound {
+                        if router.receive(frame) == .closeConnection { return }
+                    }
+                    router.close(with: .daemonUnavailable("protd closed the connection"))
+                } catch let violation as ProtocolViolation where channel.isActive {
+                    router.close(with: .protocolError("protd sent a malformed frame: \(violation.message)"))
+                } catch {
+                    router.close(with: .daemonUnavailable("the connection to protd failed: \(error)"))
+                }
+            }
+        } catch {
+            // Closing an already closed channel; nothing left to report.
+        }
+        router.close(with: .daemonUnavailable("the connection to protd was closed"))
+    }
+
+    // MARK: Sending
+
+    /// Sends `request` and returns the slot its answer will arrive in.
+    func submit(_ request: Request, shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
+        let id = try router.register(shape)
+        let pending = PendingAnswer(requestID: id, router: router)
+        try await send(request, requestID: id)
+        return pending
+    }
+
+    /// Sends `request` and waits for its whole answer; an `.error` answer is thrown.
+    func exchange(_ request: Request, shape: AnswerShape = .single) async throws(DataProtectionError) -> [Response] {
+        try await submit(request, shape: shape).frames()
+    }
+
+    /// Sends `request` and returns its single answer; an `.error` answer is thrown.
+    func single(_ request: Request) async throws(DataProtectionError) -> Response {
+        let frames = try await exchange(request)
+        guard let first = frames.first else { throw .protocolError("protd sent an empty answer") }
+        return first
+    }
+
+    /// Sends `request` and expects `.ok`.
+    func expectOK(_ request: Request, _ what: String) async throws(DataProtectionError) {
+        let response = try await single(request)
+        guard case .ok = response else { throw .unexpected(response, to: what) }
+    }
+
+    /// Sends `request` and expects `.size`.
+    func expectSize(_ request: Request, _ what: String) async throws(DataProtectionError) -> UInt64 {
+        let response = try await single(request)
+        guard case .size(let size) = response else { throw .unexpected(response, to: what) }
+        return size
+    }
+
+    /// Sends one more frame for an existing request id (write chunks, end, abort).
+    func send(_ request: Request, requestID: UInt32) async throws(DataProtectionError) {
+        if let closed = router.closedError { throw closed }
+        do {
+            try await outbound.write(request.frame(requestID: requestID))
+        } catch {
+            if let closed = router.closedError { throw closed }
+            if Task.isCancelled { throw .cancelled }
+            throw .daemonUnavailable("cannot send to protd: \(error)")
+        }
+    }
+
+    /// Sends `request` without waiting for, or keeping, its answer.
+    func sendDetached(_ request: Request) {
+        guard let id = try? router.untrackedRequestID() else { return }
+        let outbound = self.outbound
+        Task { try? await outbound.write(request.frame(requestID: id)) }
+    }
+
+    // MARK: Closing
+
+    /// Closes the socket; waiting and later calls fail with `daemonUnavailable`.
+    func close() async {
+        router.close(with: .daemonUnavailable("the client closed its connection to protd"))
+        outbound.finish()
+        try? await channel.close()
+        await reader.value
+    }
+}
+
+/// The answer slot of one sent request. Dropping it unanswered makes the
+/// router drop the answer when it comes.
+final class PendingAnswer: Sendable {
+    /// The request id the answer carries.
+    let requestID: UInt32
+    private let router: RequestRouter
+
+    init(requestID: UInt32, router: RequestRouter) {
+        self.requestID = requestID
+        self.router = router
+    }
+
+    deinit { router.discard(requestID) }
+
+    /// The answer's frames; a final `.error` frame is thrown as its error.
+    func frames() async throws(DataProtectionError) -> [Response] {
+        let frames = try await router.wait(for: requestID).get()
+        if case .error(let wire) = frames.last { throw DataProtectionError(wire) }
+        return frames
+    }
+
+    /// An error answer that already arrived (for streamed writes), else nil.
+    func earlyError() -> DataProtectionError? {
+        switch router.peek(requestID) {
+        case nil: return nil
+        case .failure(let error): return error
+        case .success(let frames):
+            guard let last = frames.last else { return .protocolError("protd sent an empty answer") }
+            if case .error(let wire) = last { return DataProtectionError(wire) }
+            return .unexpected(last, to: "a write before its end")
+        }
+    }
+}

@@ -1,0 +1,51 @@
+public import ProtectionCore
+internal import ProtectionWire
+
+/// The daemon's lock state and failed-attempt record, as `status()` and
+/// `subscribe()` report them.
+public struct DaemonStatus: Sendable, Equatable {
+    /// The lock state.
+    public var state: LockState
+    /// Whether a passcode is set. Without one every class behaves as `.none`.
+    public var passcodeSet: Bool
+    /// Consecutive failed unlock attempts.
+    public var failedAttempts: Int
+    /// How long until another unlock attempt is allowed; nil when one is allowed now.
+    public var retryAfter: Duration?
+    /// The grace period a lock waits for acknowledgements by default.
+    public var gracePeriod: Duration
+    /// The sequence number of the last event the daemon sent; events after
+    /// a resynchronisation have larger numbers.
+    public var eventSequence: UInt64
+    /// While `locking`: when the grace period ends, in Unix milliseconds; else nil.
+    public var lockDeadlineUnixMilliseconds: UInt64?
+
+    /// Makes a status.
+    public init(state: LockState, passcodeSet: Bool, failedAttempts: Int, retryAfter: Duration?,
+                gracePeriod: Duration, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64?) {
+        self.state = state
+        self.passcodeSet = passcodeSet
+        self.failedAttempts = failedAttempts
+        self.retryAfter = retryAfter
+        self.gracePeriod = gracePeriod
+        self.eventSequence = eventSequence
+        self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
+    }
+
+    /// True when files of every class can be read: the state is `unlocked`
+    /// or `locking`, or no passcode is set.
+    public var isProtectedDataAvailable: Bool {
+        !passcodeSet || state == .unlocked || state == .locking
+    }
+}
+
+extension DaemonStatus {
+    init(_ report: StatusReport) {
+        self.init(state: report.state, passcodeSet: report.passcodeSet, failedAttempts: Int(report.failedAttempts),
+                  retryAfter: report.retryAfterSeconds == 0 ? nil : .seconds(Int64(clamping: report.retryAfterSeconds)),
+                  gracePeriod: .milliseconds(Int64(clamping: report.gracePeriodMilliseconds)),
+                  eventSequence: report.eventSequence,
+                  lockDeadlineUnixMilliseconds: report.lockDeadlineUnixMilliseconds == 0
+                      ? nil : report.lockDeadlineUnixMilliseconds)
+    }
+}

@@ -1,0 +1,193 @@
+internal import ProtectionWire
+
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Musl)
+internal import Musl
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+
+/// A connection to the protd daemon: files, lock state and events.
+///
+/// Make one with `connect`, share it between tasks (it is `Sendable` and
+/// requests may run concurrently), and `close()` it when done. Every method
+/// fails with `DataProtectionError`; once the daemon goes away every pending
+/// and later call fails with `.daemonUnavailable` and `events` finishes.
+/// Cancelling a task ends its wait with `.cancelled` (a request already sent
+/// may still be carried out).
+public final class DataProtectionClient: Sendable {
+    /// Where protd listens unless told otherwise.
+    public static let defaultSocketPath = "/run/protd/protd.sock"
+    /// The environment variable that overrides `defaultSocketPath`.
+    public static let socketPathEnvironmentVariable = "PROTD_SOCKET"
+
+    /// The name this process introduces itself with: its executable's name.
+    public static var defaultClientName: String {
+        let executable = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last }.map(String.init)
+        return executable.flatMap { $0.isEmpty ? nil : $0 } ?? "DataProtection"
+    }
+
+    /// The socket path this client connected to.
+    public let socketPath: String
+    /// The user id the daemon sees for this process; files live in its namespace.
+    public var uid: UInt32 { connection.uid }
+    /// The group id the daemon sees for this process.
+    public var gid: UInt32 { connection.gid }
+    /// The largest piece of content one request carries; larger reads and
+    /// writes are split into pieces of this size.
+    public var maximumChunkSize: Int { connection.maximumChunkSize }
+
+    let connection: Connection
+    let subscription = Subscription()
+
+    private init(socketPath: String, connection: Connection) {
+        self.socketPath = socketPath
+        self.connection = connection
+    }
+
+    /// Connects to protd and says hello.
+    ///
+    /// The socket path is `socketPath` if given, else the environment
+    /// variable `PROTD_SOCKET` if set and not empty, else `defaultSocketPath`.
+    /// Fails with `.daemonUnavailable` when the socket cannot be reached
+    /// (missing, refused, not permitted) and `.unsupportedVersion` when the
+    /// daemon speaks another protocol version.
+    public static func connect(socketPath: String? = nil,
+                               clientName: String = DataProtectionClient.defaultClientName)
+        async throws(DataProtectionError) -> DataProtectionClient {
+        let path = socketPath ?? environmentSocketPath() ?? defaultSocketPath
+        let connection = try await Connection.open(socketPath: path, clientName: clientName)
+        return DataProtectionClient(socketPath: path, connection: connection)
+    }
+
+    private static func environmentSocketPath() -> String? {
+        guard let raw = getenv(socketPathEnvironmentVariable) else { return nil }
+        let value = String(cString: raw)
+        return value.isEmpty ? nil : value
+    }
+
+    /// Closes the connection. Waiting calls fail with `.daemonUnavailable`,
+    /// open handles die, and `events` finishes. Calling it again does nothing.
+    public func close() async {
+        await connection.close()
+    }
+
+    // MARK: Files
+
+    /// The file called `name` in this user's namespace (nothing is sent yet).
+    public func file(_ name: String) -> ProtectedFile {
+        ProtectedFile(name: name, client: self)
+    }
+
+    /// The files whose names start with `prefix`, with their attributes.
+    public func list(prefix: String = "") async throws(DataProtectionError) -> [FileAttributes] {
+        let frames = try await connection.exchange(.list(prefix: try WireText.name(prefix)), shape: .untilEnd)
+        var files: [FileAttributes] = []
+        for frame in frames {
+            switch frame {
+            case .listChunk(let entries): files.append(contentsOf: entries.map(FileAttributes.init))
+            case .end: break
+            default: throw .unexpected(frame, to: "list")
+            }
+        }
+        return files
+    }
+
+    // MARK: Lock state
+
+    /// The daemon's lock state and failed-attempt record.
+    public func status() async throws(DataProtectionError) -> DaemonStatus {
+        let response = try await connection.single(.status)
+        guard case .status(let report) = response else { throw .unexpected(response, to: "status") }
+        return DaemonStatus(report)
+    }
+
+    /// True when files of every class can be read now: unlocked, locking,
+    /// or no passcode set.
+    public var isProtectedDataAvailable: Bool {
+        get async throws(DataProtectionError) { try await status().isProtectedDataAvailable }
+    }
+
+    /// Locks: starts the grace period (`grace`, or the daemon's configured
+    /// one when nil) after which class `.complete` data is unavailable.
+    /// With `waitUntilLocked` this returns once the state is `locked`;
+    /// otherwise as soon as the lock has started. Needs root or the admin
+    /// group (`.permissionDenied`) and a passcode (`.noPasscodeSet`). If
+    /// this client iterates `events`, the lock also waits for its
+    /// acknowledgement, like any other subscriber's, until the grace period ends.
+    public func lock(grace: Duration? = nil, waitUntilLocked: Bool = true) async throws(DataProtectionError) {
+        let milliseconds = try grace.map { duration throws(DataProtectionError) in try Self.milliseconds(duration) }
+        try await connection.expectOK(.lock(graceMilliseconds: milliseconds, waitUntilLocked: waitUntilLocked), "lock")
+    }
+
+    /// Unlocks with the passcode. Fails with `.wrongPasscode` or, after
+    /// repeated failures, `.rateLimited`.
+    public func unlock(passcode: String) async throws(DataProtectionError) {
+        var secret = Array(passcode.utf8)
+        defer { secret.wipe() }
+        try await connection.expectOK(.unlock(passcode: secret), "unlock")
+    }
+
+    /// Sets the passcode (`old` nil, when none is set) or changes it (`old`
+    /// is the current passcode). Needs root or the admin group.
+    public func setPasscode(_ new: String, old: String? = nil) async throws(DataProtectionError) {
+        var newSecret = Array(new.utf8)
+        var oldSecret = old.map { Array($0.utf8) }
+        defer {
+            newSecret.wipe()
+            oldSecret?.wipe()
+        }
+        try await connection.expectOK(.passwd(old: oldSecret, new: newSecret), "passwd")
+    }
+
+    /// Destroys every key: every protected file becomes unreadable at once.
+    /// Needs root.
+    public func erase() async throws(DataProtectionError) {
+        try await connection.expectOK(.erase, "erase")
+    }
+
+    // MARK: Events
+
+    /// The lock-state events of this client (see `ProtectionEvents`).
+    public var events: ProtectionEvents { ProtectionEvents(client: self) }
+
+    /// Subscribes to events if this client is not subscribed yet, and returns
+    /// the current status to resynchronise from: events that follow have a
+    /// `sequence` above its `eventSequence`. When already subscribed it asks
+    /// for a fresh `status()` instead of subscribing twice.
+    public func subscribe() async throws(DataProtectionError) -> DaemonStatus {
+        let (status, sentNow) = try await subscription.ensure(connection)
+        return sentNow ? status : try await self.status()
+    }
+
+    /// Acknowledges a `willBecomeUnavailable` event once this client has
+    /// closed its class `.complete` files, so the lock need not wait for the
+    /// rest of the grace period.
+    public func acknowledge(_ event: ProtectionEvent) async throws(DataProtectionError) {
+        try await connection.expectOK(.acknowledge(sequence: event.sequence), "acknowledge")
+    }
+
+    // MARK: Helpers
+
+    private static func milliseconds(_ duration: Duration) throws(DataProtectionError) -> UInt32 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else {
+            throw .invalidArgument("the grace period must not be negative")
+        }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        let total = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        guard !overflow, !total.overflow, let milliseconds = UInt32(exactly: total.partialValue) else {
+            throw .invalidArgument("the grace period must be shorter than \(UInt32.max) milliseconds")
+        }
+        return milliseconds
+    }
+}
+
+extension [UInt8] {
+    /// Overwrites this copy of a passcode with zeros (best effort: the
+    /// string it came from and the frame that was sent are out of reach).
+    mutating func wipe() {
+        withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
+    }
+}

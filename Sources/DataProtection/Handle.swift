@@ -1,0 +1,167 @@
+public import ProtectionCore
+internal import NIOCore
+internal import ProtectionWire
+internal import Synchronization
+
+extension ProtectedFile {
+    /// An open file for random access, from `ProtectedFile.open`.
+    ///
+    /// Requests larger than the connection's `maximumChunkSize` are split and
+    /// pipelined. A handle belongs to its connection and dies with it; a
+    /// class `.complete` handle is also invalidated when the device locks
+    /// (`.handleClosed`), while a `.completeUnlessOpen` handle keeps working.
+    /// Close it when done; one that is released open is closed in the background.
+    public final class Handle: Sendable {
+        /// The name of the file it was opened on.
+        public let name: String
+        /// The file's protection class when it was opened.
+        public let protection: ProtectionClass
+
+        let handle: UInt32
+        let connection: Connection
+        private let closed = Atomic<Bool>(false)
+
+        init(name: String, handle: UInt32, protection: ProtectionClass, connection: Connection) {
+            self.name = name
+            self.handle = handle
+            self.protection = protection
+            self.connection = connection
+        }
+
+        deinit {
+            if !closed.load(ordering: .acquiring) {
+                connection.sendDetached(.handleClose(handle: handle))
+            }
+        }
+
+        /// Whether `close()` was called.
+        public var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+        /// Up to `count` bytes from `offset`; fewer only at the end of the file.
+        public func read(offset: UInt64, count: Int) async throws(DataProtectionError) -> [UInt8] {
+            try checkOpen()
+            guard count >= 0 else { throw .invalidArgument("cannot read a negative number of bytes (\(count))") }
+            guard count > 0 else { return [] }
+            let chunkSize = connection.maximumChunkSize
+            var reads: [(length: Int, answer: PendingAnswer)] = []
+            var position = offset
+            var remaining = count
+            while remaining > 0 {
+                let length = min(remaining, chunkSize)
+                reads.append((length, try await submitRead(offset: position, length: length)))
+                remaining -= length
+                let (next, overflow) = position.addingReportingOverflow(UInt64(length))
+                if overflow { break }
+                position = next
+            }
+            var content: [UInt8] = []
+            content.reserveCapacity(count)
+            for read in reads {
+                let piece = try await Self.data(of: read.answer)
+                content.append(contentsOf: piece)
+                if piece.count < read.length { break }
+            }
+            return content
+        }
+
+        /// Writes `data` at `offset`, extending the file if needed, and
+        /// returns the file's new size. If a piece of a large write fails, the
+        /// pieces before it may have been written.
+        @discardableResult
+        public func write(_ data: [UInt8], at offset: UInt64) async throws(DataProtectionError) -> UInt64 {
+            try checkOpen()
+            var answers: [PendingAnswer] = []
+            var start = 0
+            repeat {
+                let end = min(start + connection.maximumChunkSize, data.count)
+                let (position, overflow) = offset.addingReportingOverflow(UInt64(start))
+                guard !overflow else { throw .invalidArgument("offset \(offset) plus \(data.count) bytes is past the largest file") }
+                answers.append(try await connection.submit(.handleWrite(handle: handle, offset: position,
+                                                                        data: ByteBuffer(bytes: data[start..<end]))))
+                start = end
+            } while start < data.count
+            return try await Self.lastSize(of: answers, "handleWrite")
+        }
+
+        /// Appends `data` at the end of the file and returns its new size.
+        @discardableResult
+        public func append(_ data: [UInt8]) async throws(DataProtectionError) -> UInt64 {
+            try checkOpen()
+            var answers: [PendingAnswer] = []
+            var start = 0
+            repeat {
+                let end = min(start + connection.maximumChunkSize, data.count)
+                answers.append(try await connection.submit(.handleAppend(handle: handle,
+                                                                         data: ByteBuffer(bytes: data[start..<end]))))
+                start = end
+            } while start < data.count
+            return try await Self.lastSize(of: answers, "handleAppend")
+        }
+
+        /// Cuts the file to `size` bytes or extends it with zeros; returns the new size.
+        @discardableResult
+        public func truncate(to size: UInt64) async throws(DataProtectionError) -> UInt64 {
+            try checkOpen()
+            return try await connection.expectSize(.handleTruncate(handle: handle, size: size), "handleTruncate")
+        }
+
+        /// The file's current size in bytes.
+        public func size() async throws(DataProtectionError) -> UInt64 {
+            try checkOpen()
+            return try await connection.expectSize(.handleSize(handle: handle), "handleSize")
+        }
+
+        /// Makes the writes so far durable on disk.
+        public func sync() async throws(DataProtectionError) {
+            try checkOpen()
+            try await connection.expectOK(.handleSync(handle: handle), "handleSync")
+        }
+
+        /// Closes the handle. Calling it again does nothing. It cannot fail:
+        /// a handle the daemon no longer knows (invalidated by a lock, or its
+        /// connection gone) is closed either way.
+        public func close() async {
+            guard closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+            else { return }
+            try? await connection.expectOK(.handleClose(handle: handle), "handleClose")
+        }
+
+        // MARK: Helpers
+
+        /// Sends one `handleRead` of at most one chunk.
+        func submitRead(offset: UInt64, length: Int) async throws(DataProtectionError) -> PendingAnswer {
+            try checkOpen()
+            return try await connection.submit(.handleRead(handle: handle, offset: offset,
+                                                           length: UInt32(clamping: length)))
+        }
+
+        /// The bytes of a `handleRead` answer.
+        static func data(of answer: PendingAnswer) async throws(DataProtectionError) -> [UInt8] {
+            let frames = try await answer.frames()
+            guard case .data(let data) = frames.first else {
+                throw frames.first.map { DataProtectionError.unexpected($0, to: "handleRead") }
+                    ?? .protocolError("protd sent an empty answer to handleRead")
+            }
+            return Array(data.readableBytesView)
+        }
+
+        private static func lastSize(of answers: [PendingAnswer], _ what: String) async throws(DataProtectionError) -> UInt64 {
+            var size: UInt64 = 0
+            for answer in answers {
+                let frames = try await answer.frames()
+                guard case .size(let newSize) = frames.first else {
+                    throw frames.first.map { DataProtectionError.unexpected($0, to: what) }
+                        ?? .protocolError("protd sent an empty answer to \(what)")
+                }
+                size = newSize
+            }
+            return size
+        }
+
+        private func checkOpen() throws(DataProtectionError) {
+            if closed.load(ordering: .acquiring) {
+                throw .handleClosed("the handle on \(name) was closed by this client")
+            }
+        }
+    }
+}

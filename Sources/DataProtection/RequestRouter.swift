@@ -1,0 +1,247 @@
+internal import ProtectionWire
+internal import Synchronization
+
+/// How many frames make up the answer to one request.
+enum AnswerShape: Sendable {
+    /// The first frame is the whole answer.
+    case single
+    /// Frames up to and including `end` (or the first `error`).
+    case untilEnd
+}
+
+/// Matches the daemon's frames to the requests waiting for them: answers by
+/// request id, events (id 0) to every event subscriber. The reader task
+/// feeds it; callers register before they send and wait after.
+///
+/// Every slot is either waiting for frames, or holds its outcome until the
+/// caller collects it. Answers for ids nobody waits for any more (a
+/// cancelled or abandoned request) are dropped.
+final class RequestRouter: Sendable {
+    /// The outcome of a request: its frames (the last may be `.error`), or
+    /// why the connection could not deliver them.
+    typealias Outcome = Result<[Response], DataProtectionError>
+
+    /// What the reader must do after a frame.
+    enum Action: Equatable {
+        /// Keep reading.
+        case keepReading
+        /// Stop reading and close the connection.
+        case closeConnection
+    }
+
+    private struct Slot {
+        var shape: AnswerShape
+        var frames: [Response] = []
+        var outcome: Outcome?
+        var waiter: CheckedContinuation<Outcome, Never>?
+    }
+
+    private struct State {
+        var nextRequestID: UInt32 = 1
+        var slots: [UInt32: Slot] = [:]
+        var nextSubscriberID: UInt64 = 0
+        var subscribers: [UInt64: AsyncStream<ProtectionEvent>.Continuation] = [:]
+        /// Set once the connection is closed: why.
+        var failure: DataProtectionError?
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    // MARK: Requests
+
+    /// Takes the next request id without expecting an answer (fire and forget).
+    func untrackedRequestID() throws(DataProtectionError) -> UInt32 {
+        try state.withLock { state throws(DataProtectionError) in
+            if let failure = state.failure { throw Self.laterCallError(failure) }
+            return Self.takeID(&state)
+        }
+    }
+
+    /// Takes the next request id and a slot for its answer.
+    func register(_ shape: AnswerShape) throws(DataProtectionError) -> UInt32 {
+        try state.withLock { state throws(DataProtectionError) in
+            if let failure = state.failure { throw Self.laterCallError(failure) }
+            let id = Self.takeID(&state)
+            state.slots[id] = Slot(shape: shape)
+            return id
+        }
+    }
+
+    /// The outcome of `id` if it is already known, without collecting it.
+    func peek(_ id: UInt32) -> Outcome? {
+        state.withLock { $0.slots[id]?.outcome }
+    }
+
+    /// Waits for the outcome of `id` and forgets the slot. Cancelling the
+    /// task ends the wait with `.cancelled`; a later answer is dropped.
+    func wait(for id: UInt32) async -> Outcome {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+                let ready: Outcome? = state.withLock { state in
+                    guard var slot = state.slots[id] else {
+                        return .failure(state.failure.map(Self.laterCallError)
+                            ?? .protocolError("request \(id) has no answer slot"))
+                    }
+                    if let outcome = slot.outcome {
+                        state.slots[id] = nil
+                        return outcome
+                    }
+                    slot.waiter = continuation
+                    state.slots[id] = slot
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            self.settle(id, with: .failure(.cancelled))
+        }
+    }
+
+    /// Forgets `id`: its answer, when it comes, is dropped.
+    func discard(_ id: UInt32) {
+        let waiter = state.withLock { $0.slots.removeValue(forKey: id)?.waiter }
+        waiter?.resume(returning: .failure(.cancelled))
+    }
+
+    // MARK: Events
+
+    /// Adds an event subscriber; it is removed when its stream terminates,
+    /// and finished at once if the connection is already closed.
+    func addSubscriber(_ continuation: AsyncStream<ProtectionEvent>.Continuation) {
+        let added: UInt64? = state.withLock { state in
+            guard state.failure == nil else { return nil }
+            let key = state.nextSubscriberID
+            state.nextSubscriberID += 1
+            state.subscribers[key] = continuation
+            return key
+        }
+        guard let key = added else {
+            continuation.finish()
+            return
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
+        }
+    }
+
+    // MARK: Frames from the daemon
+
+    /// Routes one frame from the daemon.
+    func receive(_ frame: Frame) -> Action {
+        let response: Response
+        do {
+            response = try Response(frame: frame)
+        } catch {
+            close(with: .protocolError("protd sent a frame this library cannot read: \(error)"))
+            return .closeConnection
+        }
+        guard frame.requestID != 0 else { return receiveUnsolicited(response) }
+
+        let delivery: (CheckedContinuation<Outcome, Never>, Outcome)? = state.withLock { state in
+            guard var slot = state.slots[frame.requestID], slot.outcome == nil else { return nil }
+            slot.frames.append(response)
+            let complete: Bool
+            switch (slot.shape, response) {
+            case (.single, _), (.untilEnd, .end), (.untilEnd, .error):
+                complete = true
+            case (.untilEnd, _):
+                complete = false
+            }
+            guard complete else {
+                state.slots[frame.requestID] = slot
+                return nil
+            }
+            let outcome = Outcome.success(slot.frames)
+            if let waiter = slot.waiter {
+                state.slots[frame.requestID] = nil
+                return (waiter, outcome)
+            }
+            slot.frames = []
+            slot.outcome = outcome
+            state.slots[frame.requestID] = slot
+            return nil
+        }
+        if let (waiter, outcome) = delivery { waiter.resume(returning: outcome) }
+        return .keepReading
+    }
+
+    private func receiveUnsolicited(_ response: Response) -> Action {
+        switch response {
+        case .event(let wireEvent):
+            let event = ProtectionEvent(wireEvent)
+            let subscribers = state.withLock { Array($0.subscribers.values) }
+            for subscriber in subscribers { subscriber.yield(event) }
+            return .keepReading
+        case .error(let wireError):
+            close(with: DataProtectionError(wireError))
+            return .closeConnection
+        default:
+            // Only events and connection errors use id 0; anything else is ignored.
+            return .keepReading
+        }
+    }
+
+    // MARK: Closing
+
+    /// Marks the connection closed: every waiting request fails with
+    /// `error`, every later call with `daemonUnavailable`, and every event
+    /// stream finishes. Only the first reason counts.
+    func close(with error: DataProtectionError) {
+        let (waiters, subscribers) = state.withLock { state in
+            var waiters: [CheckedContinuation<Outcome, Never>] = []
+            guard state.failure == nil else { return (waiters, [AsyncStream<ProtectionEvent>.Continuation]()) }
+            state.failure = error
+            for (id, var slot) in state.slots where slot.outcome == nil {
+                if let waiter = slot.waiter {
+                    waiters.append(waiter)
+                    state.slots[id] = nil
+                } else {
+                    slot.outcome = .failure(error)
+                    slot.frames = []
+                    state.slots[id] = slot
+                }
+            }
+            let subscribers = Array(state.subscribers.values)
+            state.subscribers = [:]
+            return (waiters, subscribers)
+        }
+        for waiter in waiters { waiter.resume(returning: .failure(error)) }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+
+    /// Why calls fail now, or nil while the connection is open.
+    var closedError: DataProtectionError? {
+        state.withLock { $0.failure.map(Self.laterCallError) }
+    }
+
+    // MARK: Helpers
+
+    private func settle(_ id: UInt32, with outcome: Outcome) {
+        let waiter: CheckedContinuation<Outcome, Never>? = state.withLock { state in
+            guard var slot = state.slots[id], slot.outcome == nil else { return nil }
+            if let waiter = slot.waiter {
+                state.slots[id] = nil
+                return waiter
+            }
+            slot.outcome = outcome
+            slot.frames = []
+            state.slots[id] = slot
+            return nil
+        }
+        waiter?.resume(returning: outcome)
+    }
+
+    private static func takeID(_ state: inout State) -> UInt32 {
+        let id = state.nextRequestID
+        state.nextRequestID = id == UInt32.max ? 1 : id + 1
+        return id
+    }
+
+    /// Calls made after the connection closed fail as `daemonUnavailable`.
+    private static func laterCallError(_ failure: DataProtectionError) -> DataProtectionError {
+        if case .daemonUnavailable = failure { return failure }
+        return .daemonUnavailable("the connection to protd was closed after an error: \(failure.description)")
+    }
+}

@@ -1,0 +1,85 @@
+internal import ProtectionCore
+internal import NIOCore
+internal import ProtectionWire
+
+/// One whole-file write on the wire: `writeBegin`, `writeChunk`s cut to the
+/// connection's chunk size, then `writeEnd` (or `writeAbort`), all with the
+/// same request id. The daemon answers once: `.size` after the end, or
+/// `.error` at any time, after which nothing more is sent.
+struct WriteSession {
+    private let connection: Connection
+    private let pending: PendingAnswer
+    private let chunkSize: Int
+    /// Bytes waiting to fill a chunk; always shorter than `chunkSize`.
+    private var buffered: [UInt8] = []
+    /// `writeEnd` or `writeAbort` went out: nothing more may follow.
+    private var ended = false
+
+    private init(connection: Connection, pending: PendingAnswer) {
+        self.connection = connection
+        self.pending = pending
+        self.chunkSize = connection.maximumChunkSize
+    }
+
+    /// Sends `writeBegin`.
+    static func begin(_ connection: Connection, name: String, protection: ProtectionClass,
+                      durable: Bool) async throws(DataProtectionError) -> WriteSession {
+        let pending = try await connection.submit(.writeBegin(name: try WireText.name(name), protection: protection,
+                                                              durable: durable))
+        return WriteSession(connection: connection, pending: pending)
+    }
+
+    /// Sends every whole chunk `bytes` completes and keeps the rest.
+    mutating func append(_ bytes: ArraySlice<UInt8>) async throws(DataProtectionError) {
+        var rest = bytes
+        if !buffered.isEmpty {
+            let taken = min(chunkSize - buffered.count, rest.count)
+            buffered.append(contentsOf: rest.prefix(taken))
+            rest = rest.dropFirst(taken)
+            guard buffered.count == chunkSize else { return }
+            try await sendChunk(buffered[...])
+            buffered.removeAll(keepingCapacity: true)
+        }
+        while rest.count >= chunkSize {
+            try await sendChunk(rest.prefix(chunkSize))
+            rest = rest.dropFirst(chunkSize)
+        }
+        buffered.append(contentsOf: rest)
+    }
+
+    /// Sends what is left and `writeEnd`, and returns the bytes written.
+    mutating func finish() async throws(DataProtectionError) -> UInt64 {
+        if !buffered.isEmpty {
+            try await sendChunk(buffered[...])
+            buffered = []
+        }
+        try checkBeforeSending()
+        ended = true
+        try await connection.send(.writeEnd, requestID: pending.requestID)
+        let frames = try await pending.frames()
+        guard case .size(let written) = frames.first else {
+            throw frames.first.map { DataProtectionError.unexpected($0, to: "writeEnd") }
+                ?? .protocolError("protd sent an empty answer to writeEnd")
+        }
+        return written
+    }
+
+    /// Gives up: sends `writeAbort` unless the write already ended or the
+    /// daemon already answered (then it ignores this id). Never fails.
+    mutating func abandon() async {
+        guard !ended, pending.earlyError() == nil else { return }
+        ended = true
+        try? await connection.send(.writeAbort, requestID: pending.requestID)
+    }
+
+    private mutating func sendChunk(_ bytes: ArraySlice<UInt8>) async throws(DataProtectionError) {
+        try checkBeforeSending()
+        try await connection.send(.writeChunk(ByteBuffer(bytes: bytes)), requestID: pending.requestID)
+    }
+
+    /// Stops on an early error answer or a cancelled task.
+    private func checkBeforeSending() throws(DataProtectionError) {
+        if let error = pending.earlyError() { throw error }
+        if Task.isCancelled { throw .cancelled }
+    }
+}

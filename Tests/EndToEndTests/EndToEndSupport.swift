@@ -1,0 +1,44 @@
+import DataProtection
+import Foundation
+import ProtectionTestSupport
+import Testing
+
+/// Shared steps for tests that run the real daemon.
+enum EndToEnd {
+    static let passcode = "1234-correct-horse"
+
+    /// A daemon with a passcode set, restarted so it is before first unlock,
+    /// and a connected client.
+    static func daemonWithPasscode(grace: Double = 10) async throws -> (DaemonProcess, DataProtectionClient) {
+        let daemon = try DaemonProcess(gracePeriodSeconds: grace)
+        let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await setup.setPasscode(passcode)
+        await setup.close()
+        try daemon.restart()
+        return (daemon, try await DataProtectionClient.connect(socketPath: daemon.socketPath))
+    }
+
+    /// The error code `body` fails with, or nil when it succeeds.
+    static func failure(_ body: () async throws -> Void) async -> DataProtectionError.Code? {
+        do {
+            try await body()
+            return nil
+        } catch let error as DataProtectionError {
+            return error.code
+        } catch {
+            Issue.record("unexpected error type: \(error)")
+            return nil
+        }
+    }
+
+    /// Waits (bounded) until `condition` holds.
+    static func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return try await condition()
+    }
+}

@@ -1,0 +1,96 @@
+import DataProtection
+import Foundation
+import ProtectionTestSupport
+import Testing
+
+@Suite("Lock events through the daemon", .serialized)
+struct EventEndToEndTests {
+    /// Collects `count` events from a fresh subscriber, acknowledging
+    /// will-become-unavailable when `acknowledge` is set.
+    private static func collect(
+        _ client: DataProtectionClient, count: Int, acknowledge: Bool
+    ) -> Task<[ProtectionEvent], any Error> {
+        Task {
+            var received: [ProtectionEvent] = []
+            for try await event in client.events {
+                received.append(event)
+                if acknowledge, case .willBecomeUnavailable = event.kind { try await client.acknowledge(event) }
+                if received.count == count { break }
+            }
+            return received
+        }
+    }
+
+    @Test("three subscribers get will, did-unavailable and did-available in order, and their acknowledgements end the grace period early")
+    func threeSubscribersAcknowledge() async throws {
+        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 30)
+        defer { _ = daemon }
+        try await admin.unlock(passcode: EndToEnd.passcode)
+        var subscribers: [DataProtectionClient] = []
+        var tasks: [Task<[ProtectionEvent], any Error>] = []
+        for _ in 0..<3 {
+            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            _ = try await client.subscribe()
+            subscribers.append(client)
+            tasks.append(Self.collect(client, count: 3, acknowledge: true))
+        }
+        let started = ContinuousClock.now
+        try await admin.lock(waitUntilLocked: true)
+        let lockTime = ContinuousClock.now - started
+        #expect(lockTime < .seconds(10), "the lock waited \(lockTime) although everyone acknowledged")
+        try await admin.unlock(passcode: EndToEnd.passcode)
+        for task in tasks {
+            let events = try await task.value
+            #expect(events.count == 3)
+            guard events.count == 3 else { continue }
+            if case .willBecomeUnavailable = events[0].kind {} else { Issue.record("first event was \(events[0])") }
+            #expect(events[1].kind == .didBecomeUnavailable)
+            #expect(events[2].kind == .didBecomeAvailable(firstUnlock: false))
+            #expect(events.map(\.state) == [.locking, .locked, .unlocked])
+            #expect(events[1].sequence == events[0].sequence + 1 && events[2].sequence == events[1].sequence + 1)
+        }
+        for client in subscribers { await client.close() }
+    }
+
+    @Test("a subscriber that never reads delays the lock only until the deadline and does not starve the others")
+    func deadSubscriberDoesNotBlock() async throws {
+        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 2)
+        defer { _ = daemon }
+        try await admin.unlock(passcode: EndToEnd.passcode)
+        // A raw subscriber that sends subscribe and then never reads a byte.
+        let silent = try RawConnection(path: daemon.socketPath)
+        try silent.handshake()
+        try silent.send(type: 0x17, id: 2, body: [])
+        var others: [DataProtectionClient] = []
+        var tasks: [Task<[ProtectionEvent], any Error>] = []
+        for _ in 0..<2 {
+            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            _ = try await client.subscribe()
+            others.append(client)
+            tasks.append(Self.collect(client, count: 3, acknowledge: true))
+        }
+        let started = ContinuousClock.now
+        try await admin.lock(waitUntilLocked: true)
+        let lockTime = ContinuousClock.now - started
+        #expect(lockTime >= .seconds(1.5), "the lock did not wait for the silent subscriber (\(lockTime))")
+        #expect(lockTime < .seconds(6), "the silent subscriber held the lock for \(lockTime)")
+        try await admin.unlock(passcode: EndToEnd.passcode)
+        for task in tasks {
+            #expect(try await task.value.map(\.state) == [.locking, .locked, .unlocked])
+        }
+        for client in others { await client.close() }
+        silent.close()
+    }
+
+    @Test("a reconnecting client resynchronises from the subscribe status")
+    func resynchroniseAfterReconnect() async throws {
+        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 0)
+        defer { _ = daemon }
+        try await admin.unlock(passcode: EndToEnd.passcode)
+        try await admin.lock()
+        let late = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let status = try await late.subscribe()
+        #expect(status.state == .locked)
+        #expect(status.eventSequence == 3)
+    }
+}

@@ -1,0 +1,110 @@
+import DataProtection
+import Foundation
+import ProtectionTestSupport
+import Testing
+
+@Suite("Bad input, bad passcodes and shutdown", .serialized)
+struct RobustnessEndToEndTests {
+    /// A well-behaved client keeps working while `attack` misbehaves.
+    private func expectSurvives(_ daemon: DaemonProcess, _ attack: (RawConnection) throws -> Void) async throws {
+        let good = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await good.file("before").write([1], protection: .none)
+        let raw = try RawConnection(path: daemon.socketPath)
+        try attack(raw)
+        // The daemon answers with a protocol error on request id 0, then closes.
+        let answer = try raw.readFrame()
+        if let answer {
+            #expect(answer.type == 0x8F)
+            #expect(answer.id == 0)
+        }
+        #expect(raw.readsEndOfStream())
+        raw.close()
+        try await good.file("after").write([2], protection: .none)
+        #expect(try await good.file("before").read() == [1])
+        #expect(try await good.list().count == 2)
+        await good.close()
+    }
+
+    @Test("garbage bytes get an error and a close while another client keeps working")
+    func garbage() async throws {
+        let daemon = try DaemonProcess()
+        try await expectSurvives(daemon) { try $0.sendRaw([0, 0, 0, 2, 0xde, 0xad, 0xbe, 0xef]) }
+    }
+
+    @Test("an oversized length is refused before its body is read")
+    func oversizedLength() async throws {
+        let daemon = try DaemonProcess()
+        try await expectSurvives(daemon) { try $0.sendRaw([0xFF, 0xFF, 0xFF, 0xF0, 1, 0, 0, 0, 1]) }
+    }
+
+    @Test("an unknown message type after the hello is a protocol error")
+    func unknownType() async throws {
+        let daemon = try DaemonProcess()
+        try await expectSurvives(daemon) { raw in
+            try raw.handshake()
+            try raw.send(type: 0x7E, id: 5, body: [1, 2, 3])
+        }
+    }
+
+    @Test("a request before the hello is a protocol error")
+    func noHello() async throws {
+        let daemon = try DaemonProcess()
+        try await expectSurvives(daemon) { try $0.send(type: 0x02, id: 1, body: []) }
+    }
+
+    @Test("a frame cut off by the client closing is harmless")
+    func truncatedFrame() async throws {
+        let daemon = try DaemonProcess()
+        let raw = try RawConnection(path: daemon.socketPath)
+        try raw.handshake()
+        try raw.sendRaw([0, 0, 0, 50, 0x16, 0, 0, 0])
+        raw.close()
+        let good = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await good.status().state == .unlocked)
+    }
+
+    @Test("five wrong passcodes bring rate limiting with a retry-after, and a restart does not lift it")
+    func rateLimitSurvivesRestart() async throws {
+        let (daemon, client) = try await EndToEnd.daemonWithPasscode()
+        for attempt in 1...5 {
+            let code = await EndToEnd.failure { try await client.unlock(passcode: "wrong \(attempt)") }
+            #expect(code == .wrongPasscode)
+        }
+        do {
+            try await client.unlock(passcode: EndToEnd.passcode)
+            Issue.record("unlock inside the delay succeeded")
+        } catch DataProtectionError.rateLimited(let retryAfter, _) {
+            #expect(retryAfter > .seconds(50) && retryAfter <= .seconds(60))
+        }
+        await client.close()
+        try daemon.restart()
+        let again = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await again.status().failedAttempts == 5)
+        #expect(await EndToEnd.failure { try await again.unlock(passcode: EndToEnd.passcode) } == .rateLimited)
+    }
+
+    @Test("SIGTERM with clients connected and handles open exits 0 within 10 s and leaves no temporary files")
+    func gracefulShutdown() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let handle = try await client.file("open").open(.create(.completeUntilFirstUserAuthentication))
+        _ = try await handle.append([UInt8](repeating: 7, count: 100_000))
+        let other = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        _ = try await other.subscribe()
+        // A streamed write left half done.
+        let chunks = AsyncStream<[UInt8]> { continuation in
+            continuation.yield([UInt8](repeating: 1, count: 300_000))
+        }
+        let writer = Task { try await other.file("half").write(contentsOf: chunks, protection: .none) }
+        try await Task.sleep(for: .milliseconds(300))
+        let result = try #require(daemon.stop())
+        #expect(result.status == 0)
+        #expect(result.seconds < 10)
+        writer.cancel()
+        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: daemon.stateDirectory)
+            .filter { $0.contains("/tmp/") }
+        #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
+        #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
+        #expect(await EndToEnd.failure { _ = try await handle.size() } == .daemonUnavailable)
+    }
+}

@@ -1,0 +1,74 @@
+import DataProtection
+import Foundation
+import ProtectionTestSupport
+import Testing
+
+@Suite("Large files stream through bounded memory", .serialized)
+struct StreamingEndToEndTests {
+    static let size = 256 << 20
+    static let chunk = 1 << 20
+
+    /// Deterministic content for chunk `index`.
+    static func chunk(_ index: Int) -> [UInt8] {
+        [UInt8](repeating: UInt8(truncatingIfNeeded: index &* 31 &+ 7), count: chunk)
+    }
+
+    @Test("a 256 MiB file written and read back through the streaming API keeps both sides' RSS growth under 64 MiB")
+    func largeFileBoundedMemory() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await client.file("warmup").write([UInt8](repeating: 0, count: 4 << 20), protection: .none)
+        _ = try await client.file("warmup").read()
+        let daemonBefore = try #require(daemon.residentKiB)
+        let clientBefore = try #require(DaemonProcess.residentKiB(pid: getpid()))
+        let count = Self.size / Self.chunk
+        let daemonPID = daemon.pid
+        let sampler = Task {
+            var peaks = (daemon: 0, client: 0)
+            while !Task.isCancelled {
+                peaks.daemon = max(peaks.daemon, DaemonProcess.residentKiB(pid: daemonPID) ?? 0)
+                peaks.client = max(peaks.client, DaemonProcess.residentKiB(pid: getpid()) ?? 0)
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return peaks
+        }
+        try await client.file("big").write(contentsOf: BoundedChunks(count: count), protection: .completeUntilFirstUserAuthentication)
+        var index = 0
+        var pending: [UInt8] = []
+        for try await piece in client.file("big").readChunks() {
+            pending += piece
+            while pending.count >= Self.chunk {
+                #expect(Array(pending.prefix(Self.chunk)) == Self.chunk(index), "chunk \(index) differs")
+                pending.removeFirst(Self.chunk)
+                index += 1
+            }
+        }
+        sampler.cancel()
+        let (peakDaemon, peakClient) = await sampler.value
+        #expect(index == count && pending.isEmpty)
+        let daemonGrowth = (peakDaemon - daemonBefore) / 1024
+        let clientGrowth = (peakClient - clientBefore) / 1024
+        print("256 MiB stream: daemon RSS growth \(daemonGrowth) MiB, client RSS growth \(clientGrowth) MiB")
+        #expect(daemonGrowth < 64)
+        #expect(clientGrowth < 64)
+        #expect(try await client.file("big").attributes.size == UInt64(Self.size))
+    }
+}
+
+/// Produces `count` chunks lazily, one per `next()`, so nothing piles up.
+struct BoundedChunks: AsyncSequence {
+    typealias Element = [UInt8]
+    let count: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var index = 0
+        let count: Int
+        mutating func next() async -> [UInt8]? {
+            guard index < count else { return nil }
+            defer { index += 1 }
+            return StreamingEndToEndTests.chunk(index)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
+}

@@ -73,13 +73,7 @@ public struct FileChunks: AsyncSequence, Sendable {
                 return nil
             }
             let read = inFlight.removeFirst()
-            let chunk: [UInt8]
-            do {
-                chunk = try await ProtectedFile.Handle.data(of: read.answer)
-            } catch .handleClosed(let message) {
-                // Only a lock invalidates this iterator's own handle.
-                throw .protectedDataUnavailable("the device locked while \(file.name) was being read (\(message))")
-            }
+            let chunk = try await ProtectedFile.Handle.data(of: read.answer)
             guard !chunk.isEmpty else {
                 await finish()
                 return nil

@@ -7,10 +7,13 @@ extension ProtectedFile {
     /// An open file for random access, from `ProtectedFile.open`.
     ///
     /// Requests larger than the connection's `maximumChunkSize` are split and
-    /// pipelined. A handle belongs to its connection and dies with it; a
-    /// class `.complete` handle is also invalidated when the device locks
-    /// (`.handleClosed`), while a `.completeUnlessOpen` handle keeps working.
-    /// Close it when done; one that is released open is closed in the background.
+    /// pipelined. A handle belongs to its connection and dies with it
+    /// (`.handleClosed` afterwards). When a lock completes, a class
+    /// `.complete` handle is invalidated and fails with
+    /// `.protectedDataUnavailable` (an `erase` invalidates every handle);
+    /// it still counts against the daemon's handle limit until closed. A
+    /// `.completeUnlessOpen` handle keeps working after a lock. Close a
+    /// handle when done; one that is released open is closed in the background.
     public final class Handle: Sendable {
         /// The name of the file it was opened on.
         public let name: String

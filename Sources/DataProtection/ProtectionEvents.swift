@@ -1,10 +1,12 @@
 /// The lock-state events of one client, as an `AsyncSequence`.
 ///
 /// Each iterator has its own buffer that keeps the newest 256 events (older
-/// ones are dropped if the consumer falls that far behind; compare
-/// `sequence` numbers and call `DataProtectionClient.status()` to
-/// resynchronise). An iterator receives the events that arrive after it was
-/// made. Its first `next()` subscribes the connection if it is not
+/// ones are dropped if the consumer falls that far behind; the daemon also
+/// drops beyond 64 per connection). A jump in `sequence` means events were
+/// missed: call `DataProtectionClient.status()` to resynchronise. Events
+/// whose `sequence` is at most the `eventSequence` that `subscribe()`
+/// returned are already reflected in that status. An iterator receives the
+/// events that arrive after it was made. Its first `next()` subscribes the connection if it is not
 /// subscribed yet (once per client) and throws if that fails. The sequence
 /// finishes when the connection closes.
 public struct ProtectionEvents: AsyncSequence, Sendable {

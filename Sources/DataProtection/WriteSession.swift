@@ -5,7 +5,8 @@ internal import ProtectionWire
 /// One whole-file write on the wire: `writeBegin`, `writeChunk`s cut to the
 /// connection's chunk size, then `writeEnd` (or `writeAbort`), all with the
 /// same request id. The daemon answers once: `.size` after the end, or
-/// `.error` at any time, after which nothing more is sent.
+/// `.error` at any time; after an error no more chunks are sent, only the
+/// `writeAbort` that frees the id (the daemon ignores it without answering).
 struct WriteSession {
     private let connection: Connection
     private let pending: PendingAnswer
@@ -64,10 +65,11 @@ struct WriteSession {
         return written
     }
 
-    /// Gives up: sends `writeAbort` unless the write already ended or the
-    /// daemon already answered (then it ignores this id). Never fails.
+    /// Gives up: sends `writeAbort` unless `writeEnd` or `writeAbort` already
+    /// went out. After an error answer the daemon drops the abort silently,
+    /// but it frees the id there. Never fails.
     mutating func abandon() async {
-        guard !ended, pending.earlyError() == nil else { return }
+        guard !ended else { return }
         ended = true
         try? await connection.send(.writeAbort, requestID: pending.requestID)
     }

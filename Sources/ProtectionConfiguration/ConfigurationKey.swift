@@ -118,7 +118,7 @@ extension ConfigurationKey {
         help: "Least severe level that is logged.")
     static let maxFrameBytes = Self(
         "limits.max-frame-bytes", "BYTES", type: "integer", default: "\(defaults.maxFrameBytes)",
-        expected: "an integer number of bytes from 65536 to \(DaemonConfiguration.Limits.maximumFrameBytes)",
+        expected: "an integer number of bytes from \(DaemonConfiguration.Limits.minimumFrameBytes) to \(DaemonConfiguration.Limits.maximumFrameBytes)",
         help: "Largest request or response frame on the socket.")
     static let maxConnections = Self(
         "limits.max-connections", "N", type: "integer", default: "\(defaults.maxConnections)",

@@ -53,7 +53,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// `error`, `critical`; default `info`): least severe level logged.
     public var logLevel: Logger.Level
     /// Key `limits.max-frame-bytes` (integer bytes, default 1049600 = 1 MiB +
-    /// 1 KiB, 65536 to 1 GiB): largest frame accepted on the socket.
+    /// 1 KiB, 266240 to 1 GiB): largest frame accepted on the socket.
     public var maxFrameBytes: Int
     /// Key `limits.max-connections` (integer, default 256, at least 1): most
     /// client connections served at once.
@@ -124,7 +124,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         /// Largest frame: 1 GiB.
         static let maximumFrameBytes = 1 << 30
         /// Smallest frame.
-        static let minimumFrameBytes = 65_536
+        /// One 256 KiB content chunk plus room for its fields (ProtectionWire.WireProtocol.minimumFrameLength).
+        static let minimumFrameBytes = 266_240
         /// Segment sizes the file format accepts (`SegmentLayout`).
         static let segmentSizes = 1024...(16 << 20)
         /// `sizeof(sockaddr_un.sun_path) - 1` on Linux.

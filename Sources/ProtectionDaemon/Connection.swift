@@ -43,14 +43,8 @@ final class Connection {
                 guard let first = try await frames.next() else { return }
                 guard try await handshake(first) else { return }
                 while let frame = try await frames.next() {
-                    let request: Request
-                    do {
-                        request = try Request(frame: frame)
-                    } catch {
-                        try await sendProtocolError(error)
-                        return
-                    }
-                    await serve(request, id: frame.requestID, group: &group)
+                    guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
+                    try await serve(try Request(frame: frame), id: frame.requestID, group: &group)
                 }
             }
         } catch let violation as ProtocolViolation {
@@ -88,12 +82,15 @@ final class Connection {
         try await outbound.write(response.frame(requestID: id))
     }
 
-    /// Answers one request; failures become error answers.
-    private func serve(_ request: Request, id: UInt32, group: inout ThrowingDiscardingTaskGroup<any Error>) async {
+    /// Answers one request; failures become error answers, except
+    /// protocol violations, which end the connection.
+    private func serve(_ request: Request, id: UInt32, group: inout ThrowingDiscardingTaskGroup<any Error>) async throws {
         do {
             if let answer = try await answer(request, id: id, group: &group) {
                 try await send(answer, id: id)
             }
+        } catch let violation as ProtocolViolation {
+            throw violation
         } catch {
             if case .writeChunk = request { discardWrite(id) }
             if case .writeEnd = request { discardWrite(id) }
@@ -116,13 +113,19 @@ final class Connection {
             guard context.authorization.mayLock(peer) else {
                 throw WireError.permissionDenied("locking needs root or the admin group")
             }
+            if let grace, grace > Self.maximumGraceMilliseconds {
+                throw WireError(.invalidArgument, "a grace period can be at most one day")
+            }
             try await context.lockController.lock(grace: grace.map { .milliseconds(Int64($0)) }, by: peer)
             guard wait else { return .ok }
             let controller = context.lockController
             let outbound = outbound
             group.addTask {
-                await controller.waitUntilLocked()
-                try? await outbound.write(Response.ok.frame(requestID: id))
+                let state = await controller.waitUntilSettled()
+                let answer: Response = state == .locked
+                    ? .ok
+                    : .error(WireError(.protectedDataUnavailable, "the lock was cancelled; the state is now \(state)"))
+                try? await outbound.write(answer.frame(requestID: id))
             }
             return nil
         case .unlock(var passcode):
@@ -147,14 +150,14 @@ final class Connection {
             try await context.lockController.erase(by: peer)
             return .ok
         case .writeBegin(let name, let protection, let durable):
-            guard writes[id] == nil, !answeredWrites.contains(id) else {
-                throw ProtocolViolation("request id \(id) already has a write in progress")
-            }
+            guard writes[id] == nil else { throw ProtocolViolation("request id \(id) already has a write in progress") }
+            // An id whose earlier write failed may be used again.
+            answeredWrites.remove(id)
             do {
                 writes[id] = try store.beginWrite(to: try FileName(name), in: namespace, protection: protection,
                                                   durable: durable)
             } catch {
-                answeredWrites.insert(id)
+                discardWrite(id)
                 throw error
             }
             return nil
@@ -187,6 +190,7 @@ final class Connection {
             case .openOrCreate: .openOrCreate(protection)
             }
             let handle = try store.open(try FileName(name), in: namespace, mode: openMode)
+            while handles[nextHandle] != nil || nextHandle == 0 { nextHandle &+= 1 }
             let number = nextHandle
             nextHandle &+= 1
             handles[number] = handle
@@ -221,8 +225,9 @@ final class Connection {
             return .ok
         case .list(let prefix):
             let entries = try store.list(in: namespace, prefix: prefix)
-            for chunk in stride(from: 0, to: entries.count, by: 256) {
-                try await send(.listChunk(entries[chunk..<min(entries.count, chunk + 256)].map(WireAttributes.init)), id: id)
+            let size = WireProtocol.listChunkEntries
+            for chunk in stride(from: 0, to: entries.count, by: size) {
+                try await send(.listChunk(entries[chunk..<min(entries.count, chunk + size)].map(WireAttributes.init)), id: id)
             }
             return .end
         case .stat(let name):
@@ -244,11 +249,11 @@ final class Connection {
                 return nil
             }
             return .subscribed(await statusReport())
-        case .acknowledge:
+        case .acknowledge(let sequence):
             guard let subscription else {
                 throw WireError(.invalidArgument, "acknowledge needs a subscription on this connection")
             }
-            await context.lockController.acknowledge(subscription)
+            await context.lockController.acknowledge(subscription, sequence: sequence)
             return .ok
         }
     }
@@ -278,10 +283,17 @@ final class Connection {
         return handle
     }
 
+    /// After a failed chunk or commit: the error is the write's answer;
+    /// its remaining frames are ignored. The set is bounded, since a client
+    /// need not send anything more for a failed write.
     private func discardWrite(_ id: UInt32) {
         writes.removeValue(forKey: id)?.abort()
+        if answeredWrites.count >= Self.maximumRememberedWrites { answeredWrites.removeFirst() }
         answeredWrites.insert(id)
     }
+
+    private static let maximumRememberedWrites = 1024
+    private static let maximumGraceMilliseconds: UInt32 = 86_400_000
 
     private func statusReport() async -> StatusReport {
         let status = context.store.status

@@ -5,7 +5,8 @@ internal import ProtectionCore
 public import ServiceLifecycle
 
 /// The whole daemon built from its configuration: the store, lock
-/// controller, event hub and server. Run it as a `Service`; when it
+/// controller, event hub and server (on its own socket, or one passed by
+/// systemd socket activation, telling systemd when it is ready). Run it as a `Service`; when it
 /// returns (graceful shutdown), every handle is closed and every key wiped.
 public final class Daemon: Service {
     /// The server part.
@@ -17,8 +18,7 @@ public final class Daemon: Service {
 
     /// Opens the state directory and prepares the server. `environment`
     /// supplies `CREDENTIALS_DIRECTORY`.
-    public init(configuration: DaemonConfiguration, environment: [String: String], logger: Logger,
-                onReady: @escaping @Sendable () -> Void = {}) throws {
+    public init(configuration: DaemonConfiguration, environment: [String: String], logger: Logger) throws {
         let storeConfiguration = StoreConfiguration(
             stateDirectory: configuration.stateDirectory,
             deviceSecret: configuration.deviceSecretSource(environment: environment),
@@ -39,9 +39,12 @@ public final class Daemon: Service {
             authorization: Authorization(adminGroupID: adminGroupID),
             maximumFrameLength: configuration.maxFrameBytes,
             maximumOpenHandles: configuration.maxOpenHandlesPerConnection, logger: logger)
-        server = DaemonServer(socketPath: configuration.socketPath, socketMode: configuration.socketMode,
-                              socketGroup: configuration.socketGroup, maximumConnections: configuration.maxConnections,
-                              context: context, onReady: onReady)
+        let notifier = SystemdNotifier(environment: environment)
+        let listener: DaemonServer.Listener = SocketActivation.inheritedSocket(environment: environment)
+            .map { .inherited(fd: $0) }
+            ?? .path(configuration.socketPath, mode: configuration.socketMode, group: configuration.socketGroup)
+        server = DaemonServer(listener: listener, maximumConnections: configuration.maxConnections, context: context,
+                              onReady: { notifier.ready() }, onStopping: { notifier.stopping() })
         logger.info("state loaded", metadata: ["protd.state": "\(store.lockState)",
                                                "protd.passcode_set": "\(store.status.passcodeSet)"])
     }

@@ -8,40 +8,55 @@ public import ServiceLifecycle
 /// credentials, and serves each connection in its own child task. On
 /// graceful shutdown it stops accepting and closes every connection.
 public final class DaemonServer: Service {
-    private let socketPath: String
-    private let socketMode: UInt32
-    private let socketGroup: String?
+    /// Where connections come from.
+    public enum Listener: Sendable {
+        /// Bind a new socket at this path (mode and group applied after).
+        case path(String, mode: UInt32, group: String?)
+        /// A listening socket passed by systemd socket activation.
+        case inherited(fd: Int32)
+    }
+
+    private let listener: Listener
     private let maximumConnections: Int
     private let context: ConnectionContext
     private let registry = ConnectionRegistry()
     private let onReady: @Sendable () -> Void
 
-    /// Makes a server; `onReady` runs once it accepts connections.
-    public init(socketPath: String, socketMode: UInt32, socketGroup: String?, maximumConnections: Int,
-                context: ConnectionContext, onReady: @escaping @Sendable () -> Void = {}) {
-        self.socketPath = socketPath
-        self.socketMode = socketMode
-        self.socketGroup = socketGroup
+    private let onStopping: @Sendable () -> Void
+
+    /// Makes a server; `onReady` runs once it accepts connections,
+    /// `onStopping` when a graceful shutdown begins.
+    public init(listener: Listener, maximumConnections: Int, context: ConnectionContext,
+                onReady: @escaping @Sendable () -> Void = {}, onStopping: @escaping @Sendable () -> Void = {}) {
+        self.listener = listener
+        self.onStopping = onStopping
         self.maximumConnections = maximumConnections
         self.context = context
         self.onReady = onReady
     }
 
     public func run() async throws {
-        try ListeningSocket.prepare(path: socketPath)
         let maximumFrameLength = context.maximumFrameLength
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
-            .bind(unixDomainSocketPath: socketPath) { channel in
-                PeerCredentials.read(from: channel).flatMapThrowing { peer in
-                    try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength)))
-                    try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
-                    return (peer, try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: channel))
-                }
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<(PeerCredentials, NIOAsyncChannel<Frame, Frame>)> = { channel in
+            PeerCredentials.read(from: channel).flatMapThrowing { peer in
+                try channel.pipeline.syncOperations.addHandler(
+                    ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength)))
+                try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+                return (peer, try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: channel))
             }
-        try ListeningSocket.applyPermissions(path: socketPath, mode: socketMode, group: socketGroup)
-        context.logger.notice("serving", metadata: ["protd.socket": "\(socketPath)"])
+        }
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).serverChannelOption(.backlog, value: 256)
+        let server: NIOAsyncChannel<(PeerCredentials, NIOAsyncChannel<Frame, Frame>), Never>
+        switch listener {
+        case .path(let path, let mode, let group):
+            try ListeningSocket.prepare(path: path)
+            server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+            try ListeningSocket.applyPermissions(path: path, mode: mode, group: group)
+            context.logger.notice("serving", metadata: ["protd.socket": "\(path)"])
+        case .inherited(let fd):
+            server = try await bootstrap.bind(fd, childChannelInitializer: initializer)
+            context.logger.notice("serving on a socket passed by systemd", metadata: ["protd.socket.fd": "\(fd)"])
+        }
         onReady()
         let registry = registry
         try await withGracefulShutdownHandler {
@@ -52,11 +67,12 @@ public final class DaemonServer: Service {
                     }
                 }
             }
-        } onGracefulShutdown: {
+        } onGracefulShutdown: { [onStopping] in
+            onStopping()
             server.channel.close(promise: nil)
             registry.closeAll()
         }
-        ListeningSocket.remove(path: socketPath)
+        if case .path(let path, _, _) = listener { ListeningSocket.remove(path: path) }
         context.logger.notice("stopped serving")
     }
 

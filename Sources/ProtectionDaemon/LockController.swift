@@ -13,7 +13,10 @@ public actor LockController {
     private let defaultGrace: Duration
     private let logger: Logger
     private var deadlineTimer: Task<Void, Never>?
-    private var lockedWaiters: [CheckedContinuation<Void, Never>] = []
+    private var lockedWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter: UInt64 = 0
+    /// Sequence of the `willBecomeUnavailable` the current lock waits on.
+    private var awaitedSequence: UInt64?
 
     /// Makes a controller over `store`, publishing to `hub`.
     public init(store: ProtectedStore, hub: EventHub, defaultGrace: Duration, logger: Logger) {
@@ -35,10 +38,26 @@ public actor LockController {
         apply(progress)
     }
 
-    /// Returns once the state is `locked` (or no longer heading there).
-    func waitUntilLocked() async {
-        guard store.lockState == .locking else { return }
-        await withCheckedContinuation { lockedWaiters.append($0) }
+    /// Returns the state once it is no longer `locking`: `locked`, or
+    /// another state when an unlock or erase cancelled the lock. Returns
+    /// early when the calling task is cancelled.
+    func waitUntilSettled() async -> LockState {
+        if store.lockState == .locking {
+            nextWaiter += 1
+            let id = nextWaiter
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    if Task.isCancelled { continuation.resume() } else { lockedWaiters[id] = continuation }
+                }
+            } onCancel: {
+                Task { await self.releaseWaiter(id) }
+            }
+        }
+        return store.lockState
+    }
+
+    private func releaseWaiter(_ id: UInt64) {
+        lockedWaiters.removeValue(forKey: id)?.resume()
     }
 
     /// Unlocks with `passcode` (rate-limited by the key bag).
@@ -77,8 +96,10 @@ public actor LockController {
         resumeWaitersIfSettled()
     }
 
-    /// A subscriber acknowledged `willBecomeUnavailable`.
-    func acknowledge(_ subscriber: SubscriberID) {
+    /// A subscriber acknowledged the `willBecomeUnavailable` event with
+    /// `sequence`; an acknowledgement of an older lock is ignored.
+    func acknowledge(_ subscriber: SubscriberID, sequence: UInt64) {
+        guard sequence == awaitedSequence else { return }
         apply(store.acknowledge(subscriber))
     }
 
@@ -91,7 +112,7 @@ public actor LockController {
     func stop() {
         deadlineTimer?.cancel()
         deadlineTimer = nil
-        let waiters = lockedWaiters
+        let waiters = lockedWaiters.values
         lockedWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
     }
@@ -114,9 +135,17 @@ public actor LockController {
     }
 
     private func publish(_ events: [ProtectionEvent]) {
-        for event in events where event.kind == .didBecomeUnavailable {
-            logger.notice("lock completed: class A keys and class B private key wiped",
-                          metadata: ["protd.event.sequence": "\(event.sequence)"])
+        for event in events {
+            switch event.kind {
+            case .willBecomeUnavailable:
+                awaitedSequence = event.sequence
+            case .didBecomeUnavailable:
+                awaitedSequence = nil
+                logger.notice("lock completed: class A keys and class B private key wiped",
+                              metadata: ["protd.event.sequence": "\(event.sequence)"])
+            case .didBecomeAvailable:
+                awaitedSequence = nil
+            }
         }
         hub.broadcast(events)
     }
@@ -125,7 +154,7 @@ public actor LockController {
         guard store.lockState != .locking else { return }
         deadlineTimer?.cancel()
         deadlineTimer = nil
-        let waiters = lockedWaiters
+        let waiters = lockedWaiters.values
         lockedWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
     }

@@ -54,8 +54,11 @@ public enum WireProtocol {
     public static let version: UInt16 = 1
     /// The largest content chunk either side puts in one frame.
     public static let chunkSize = 256 * 1024
-    /// A frame limit that always fits one chunk plus its fields.
-    public static let minimumFrameLength = 64 * 1024 + 64
+    /// The smallest frame limit a daemon may announce: one chunk plus room
+    /// for the fields around it (a `listChunk` is kept below it too).
+    public static let minimumFrameLength = chunkSize + 4096
+    /// Entries per `listChunk`: 128 maximal entries stay under the limit.
+    public static let listChunkEntries = 128
     /// `read` length meaning "to the end of the file".
     public static let toEnd = UInt64.max
 }

@@ -34,8 +34,15 @@ let logger = Logger(label: "protd")
 
 do {
     let daemon = try Daemon(configuration: configuration, environment: environment, logger: logger)
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: daemon)]
+    if let interval = SystemdNotifier.watchdogInterval(environment: environment) {
+        // Its end (at shutdown) must not cancel the daemon's own shutdown.
+        services.append(.init(service: SystemdWatchdog(notifier: SystemdNotifier(environment: environment),
+                                                        interval: interval),
+                              successTerminationBehavior: .ignore))
+    }
     var groupConfiguration = ServiceGroupConfiguration(
-        services: [.init(service: daemon)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
     groupConfiguration.maximumGracefulShutdownDuration = .seconds(8)
     try await ServiceGroup(configuration: groupConfiguration).run()
 } catch {

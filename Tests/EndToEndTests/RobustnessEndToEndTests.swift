@@ -52,6 +52,15 @@ struct RobustnessEndToEndTests {
         try await expectSurvives(daemon) { try $0.send(type: 0x02, id: 1, body: []) }
     }
 
+    @Test("request id 0 is reserved for events and closes the connection")
+    func requestIDZero() async throws {
+        let daemon = try DaemonProcess()
+        try await expectSurvives(daemon) { raw in
+            try raw.handshake()
+            try raw.send(type: 0x02, id: 0, body: [])
+        }
+    }
+
     @Test("a frame cut off by the client closing is harmless")
     func truncatedFrame() async throws {
         let daemon = try DaemonProcess()

@@ -29,7 +29,7 @@ struct LoadingTests {
         log:
           level: warning
         limits:
-          max-frame-bytes: 131072
+          max-frame-bytes: 524288
           max-connections: 8
           max-open-handles-per-connection: 16
         """
@@ -42,7 +42,7 @@ struct LoadingTests {
         passcodeCost: Argon2id.Cost(operations: 3, memoryBytes: 16 << 20),
         failedAttemptPolicy: try! FailedAttemptPolicy(delaysInSeconds: [0, 5, 10], eraseAfter: 20),
         segmentSize: 4096, logLevel: .warning,
-        maxFrameBytes: 131_072, maxConnections: 8, maxOpenHandlesPerConnection: 16)
+        maxFrameBytes: 524_288, maxConnections: 8, maxOpenHandlesPerConnection: 16)
 
     @Test("with no file, variables or flags every value is the default")
     func defaults() async throws {
@@ -86,7 +86,7 @@ struct LoadingTests {
               },
               "storage": {"segment-size": 4096},
               "log": {"level": "warning"},
-              "limits": {"max-frame-bytes": 131072, "max-connections": 8, "max-open-handles-per-connection": 16}
+              "limits": {"max-frame-bytes": 524288, "max-connections": 8, "max-open-handles-per-connection": 16}
             }
             """)
         #expect(try await load(["--config", path]) == Self.everyKeyConfiguration)
@@ -135,7 +135,7 @@ struct LoadingTests {
             "PROTD_PASSCODE_ARGON2_OPERATIONS": "3", "PROTD_PASSCODE_ARGON2_MEMORY_KIB": "16384",
             "PROTD_PASSCODE_FAILED_ATTEMPT_DELAYS": "0,5,10", "PROTD_PASSCODE_ERASE_AFTER_FAILED_ATTEMPTS": "20",
             "PROTD_STORAGE_SEGMENT_SIZE": "4096", "PROTD_LOG_LEVEL": "warning",
-            "PROTD_LIMITS_MAX_FRAME_BYTES": "131072", "PROTD_LIMITS_MAX_CONNECTIONS": "8",
+            "PROTD_LIMITS_MAX_FRAME_BYTES": "524288", "PROTD_LIMITS_MAX_CONNECTIONS": "8",
             "PROTD_LIMITS_MAX_OPEN_HANDLES_PER_CONNECTION": "16",
         ])
         #expect(configuration == Self.everyKeyConfiguration)
@@ -150,7 +150,7 @@ struct LoadingTests {
             "--passcode-argon2-operations", "3", "--passcode-argon2-memory-kib", "16384",
             "--passcode-failed-attempt-delays", "0", "5", "10", "--passcode-erase-after-failed-attempts", "20",
             "--storage-segment-size", "4096", "--log-level", "warning",
-            "--limits-max-frame-bytes", "131072", "--limits-max-connections", "8",
+            "--limits-max-frame-bytes", "524288", "--limits-max-connections", "8",
             "--limits-max-open-handles-per-connection", "16",
         ])
         #expect(configuration == Self.everyKeyConfiguration)

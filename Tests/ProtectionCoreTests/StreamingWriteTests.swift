@@ -44,4 +44,22 @@ struct StreamingWriteTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch).isEmpty)
         #expect(throws: ProtectionError.self) { try pending.commit() }
     }
+
+    @Test("a class A write in progress when a lock completes fails and leaves nothing behind")
+    func classAWriteInvalidatedByLock() throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        try fixture.setPasscodeAndRestart()
+        _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
+        let pending = try fixture.store.beginWrite(to: fixture.name("secret"), in: fixture.namespace, protection: .complete)
+        try pending.append([UInt8](repeating: 1, count: 3000))
+        _ = try fixture.store.requestLock(grace: .zero)
+        let error = #expect(throws: ProtectionError.self) {
+            try pending.append([UInt8](repeating: 2, count: 3000))
+            try pending.commit()
+        }
+        #expect(error?.code == .protectedDataUnavailable)
+        #expect(try fixture.store.list(in: fixture.namespace).isEmpty)
+        let scratch = fixture.directory.path + "/store/\(fixture.namespace.uid)/tmp"
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch).isEmpty)
+    }
 }

@@ -51,6 +51,10 @@ final class SegmentStreamWriter {
         try flush(final: true)
     }
 
+    /// Wipes only the key; safe from another thread (a lock invalidating
+    /// a class A write). Later appends and `finish()` then fail.
+    func wipeKey() { key.wipe() }
+
     /// Wipes the key and the buffered plaintext without finishing.
     func discard() {
         key.wipe()

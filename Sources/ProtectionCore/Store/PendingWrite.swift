@@ -7,13 +7,17 @@ internal import Sodium
 public final class PendingWrite: @unchecked Sendable {
     /// The file being written.
     public let name: FileName
+    /// The class of the new file.
+    public let protection: ProtectionClass
     private let transaction: AtomicFileTransaction
     private let writer: SegmentStreamWriter
     private let durable: Bool
     private var done = false
 
-    init(name: FileName, transaction: AtomicFileTransaction, writer: SegmentStreamWriter, durable: Bool) {
+    init(name: FileName, protection: ProtectionClass, transaction: AtomicFileTransaction, writer: SegmentStreamWriter,
+         durable: Bool) {
         self.name = name
+        self.protection = protection
         self.transaction = transaction
         self.writer = writer
         self.durable = durable
@@ -53,6 +57,10 @@ public final class PendingWrite: @unchecked Sendable {
         }
         return writer.size
     }
+
+    /// Called when a lock completes during a class A write: wipes the new
+    /// file's key, so the write fails with `protectedDataUnavailable`.
+    func invalidate() { writer.wipeKey() }
 
     /// Drops the temporary file; the old content stays. Idempotent.
     public func abort() {

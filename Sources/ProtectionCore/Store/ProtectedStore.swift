@@ -18,6 +18,12 @@ public final class ProtectedStore: Sendable {
         var nextHandleID: UInt64 = 1
         /// See `takeUndeliveredEvents()`.
         var undeliveredEvents: [ProtectionEvent] = []
+        /// Whole-file writes in progress, invalidated with their class.
+        var pendingWrites: [ObjectIdentifier: WeakPendingWrite] = [:]
+    }
+
+    private struct WeakPendingWrite {
+        weak var write: PendingWrite?
     }
 
     private struct OpenFileEntry {
@@ -191,7 +197,18 @@ public final class ProtectedStore: Sendable {
             try SegmentStreamWriter(fd: transaction.fd, path: transaction.temporaryPath, protection: protection,
                                     segmentSize: segmentSize, keys: keys)
         }
-        return PendingWrite(name: name, transaction: transaction, writer: writer, durable: durable)
+        let pending = PendingWrite(name: name, protection: protection, transaction: transaction, writer: writer,
+                                   durable: durable)
+        try state.withLock { state in
+            // A class A write may not start after its key is gone.
+            if protection == .complete && state.keyBag.keys.a == nil {
+                pending.abort()
+                throw ProtectionError.unavailable(.complete)
+            }
+            state.pendingWrites = state.pendingWrites.filter { $0.value.write != nil }
+            state.pendingWrites[ObjectIdentifier(pending)] = WeakPendingWrite(write: pending)
+        }
+        return pending
     }
 
     /// The whole content of `name`.
@@ -350,8 +367,18 @@ public final class ProtectedStore: Sendable {
         }
     }
 
-    /// Invalidates every open file whose current class matches.
+    /// Invalidates every open file and whole-file write whose class matches.
     private func invalidateHandles(in state: inout State, where shouldInvalidate: (ProtectionClass?) -> Bool) {
+        for (key, entry) in state.pendingWrites {
+            guard let write = entry.write else {
+                state.pendingWrites.removeValue(forKey: key)
+                continue
+            }
+            if shouldInvalidate(write.protection) {
+                write.invalidate()
+                state.pendingWrites.removeValue(forKey: key)
+            }
+        }
         for (identity, entry) in state.openFiles where shouldInvalidate(entry.file.protection) {
             entry.file.invalidate()
             state.openFiles.removeValue(forKey: identity)

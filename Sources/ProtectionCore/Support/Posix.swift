@@ -3,8 +3,12 @@ internal import Glibc
 /// Thin, typed wrappers over the POSIX calls the store uses. Each failure
 /// becomes a `ProtectionError` naming the operation and the OS reason.
 enum Posix {
-    static func error(_ operation: String, _ path: String, errno code: Int32 = errno) -> ProtectionError {
+    /// The error for a failed call on `path`. Only the last path component
+    /// is named, so messages that reach clients do not reveal the daemon's
+    /// directory layout.
+    static func error(_ operation: String, _ fullPath: String, errno code: Int32 = errno) -> ProtectionError {
         let reason = String(cString: strerror(code))
+        let path = fullPath.split(separator: "/").last.map(String.init) ?? fullPath
         switch code {
         case ENOENT: return ProtectionError(.notFound, "\(operation) \(path): no such file")
         case EEXIST: return ProtectionError(.alreadyExists, "\(operation) \(path): already exists")

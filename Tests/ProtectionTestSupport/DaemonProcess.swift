@@ -23,7 +23,8 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Writes a config and starts protd; returns once it accepts connections.
     /// `extraConfig` is appended to the YAML (e.g. "lock:\n  grace-period-seconds: 0\n").
-    public init(gracePeriodSeconds: Double = 10, extraConfig: String = "", extraArguments: [String] = []) throws {
+    public init(gracePeriodSeconds: Double = 10, socketMode: String = "0660", extraConfig: String = "",
+                extraArguments: [String] = []) throws {
         directory = try TemporaryDirectory("daemon")
         // Unix socket paths are limited to 107 bytes; keep it short.
         socketPath = directory.appending("s")
@@ -33,6 +34,7 @@ public final class DaemonProcess: @unchecked Sendable {
         let yaml = """
             socket:
               path: \(socketPath)
+              mode: "\(socketMode)"
             state:
               directory: \(stateDirectory)
             lock:

@@ -1,0 +1,30 @@
+import ArgumentParser
+import DataProtection
+
+/// `protctl lock [--grace SECONDS] [--no-wait]`.
+struct Lock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Lock: wipe class A keys and the class B private key after the grace period.",
+        discussion: "Needs root or the admin group. Returns once the state is locked, unless --no-wait.")
+
+    @ParentCommand var root: Protctl
+
+    @Option(help: ArgumentHelp("Seconds subscribers get to close class A files (default: the daemon's; 0 = now).",
+                               valueName: "seconds"))
+    var grace: Double?
+
+    @Flag(help: "Return as soon as the lock has started.")
+    var noWait = false
+
+    func validate() throws {
+        if let grace, grace < 0 || grace > 86_400 { throw ValidationError("--grace must be between 0 and 86400 seconds") }
+    }
+
+    func run() async throws {
+        try await CommandContext(root).run { client in
+            try await client.lock(grace: grace.map { .milliseconds(Int64($0 * 1000)) }, waitUntilLocked: !noWait)
+            let state = try await client.status().state
+            if root.json { Output.json(["state": state.rawValue]) } else { Output.line("state: \(state)") }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import DataProtection
+import Foundation
+
+/// `protctl read NAME [--output FILE] [--offset N --length N]`.
+struct Read: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Read a file (or a byte range) to stdout or --output.")
+
+    @ParentCommand var root: Protctl
+
+    @Argument(help: "The file's name.")
+    var name: String
+
+    @Option(help: ArgumentHelp("Write the content to this file instead of stdout.", valueName: "file"))
+    var output: String?
+
+    @Option(help: "First byte to read (with --length).")
+    var offset: UInt64?
+
+    @Option(help: "Number of bytes to read (with --offset).")
+    var length: UInt64?
+
+    func validate() throws {
+        if (offset == nil) != (length == nil) { throw ValidationError("--offset and --length go together") }
+    }
+
+    func run() async throws {
+        try await CommandContext(root).run { client in
+            let file = client.file(name)
+            let chunks = offset.map { file.readChunks(range: $0..<($0 + (length ?? 0))) } ?? file.readChunks()
+            if root.json {
+                var content: [UInt8] = []
+                for try await chunk in chunks { content += chunk }
+                Output.json(["name": name, "size": content.count, "base64": Data(content).base64EncodedString()])
+                return
+            }
+            let destination: FileHandle
+            if let output {
+                guard FileManager.default.createFile(atPath: output, contents: nil),
+                      let handle = FileHandle(forWritingAtPath: output) else {
+                    throw CommandFailure(description: "cannot write \(output)", exitCode: 73)
+                }
+                destination = handle
+            } else {
+                destination = FileHandle.standardOutput
+            }
+            for try await chunk in chunks { destination.write(Data(chunk)) }
+            if output != nil { try destination.close() }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import ArgumentParser
+import DataProtection
+
+/// `protctl status`: lock state, passcode, failed attempts, retry delay, grace period.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the lock state and failed-attempt record.")
+
+    @ParentCommand var root: Protctl
+
+    func run() async throws {
+        try await CommandContext(root).run { client in
+            let status = try await client.status()
+            let retry = status.retryAfter?.components.seconds ?? 0
+            let grace = Double(status.gracePeriod.components.seconds)
+                + Double(status.gracePeriod.components.attoseconds) / 1e18
+            if root.json {
+                Output.json(["state": status.state.rawValue, "passcodeSet": status.passcodeSet,
+                             "failedAttempts": status.failedAttempts, "retryAfterSeconds": retry,
+                             "gracePeriodSeconds": grace, "eventSequence": status.eventSequence])
+            } else {
+                Output.line("state: \(status.state)")
+                Output.line("passcode set: \(status.passcodeSet ? "yes" : "no")")
+                Output.line("failed attempts: \(status.failedAttempts)")
+                Output.line("next unlock attempt: \(retry > 0 ? "in \(retry) s" : "now")")
+                Output.line("grace period: \(grace) s")
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import DataProtection
+import Foundation
+
+/// What every subcommand does around its work: connect with the global
+/// options, print errors as one line on stderr, and exit with a sysexits
+/// code that says what kind of failure it was.
+struct CommandContext {
+    let socketPath: String?
+    let json: Bool
+
+    init(_ root: Protctl) {
+        socketPath = root.socket
+        json = root.json
+    }
+
+    /// Connects, runs `body`, and maps any failure to an exit code.
+    func run(_ body: (DataProtectionClient) async throws -> Void) async throws {
+        do {
+            let client = try await DataProtectionClient.connect(socketPath: socketPath, clientName: "protctl")
+            do {
+                try await body(client)
+            } catch {
+                await client.close()
+                throw error
+            }
+            await client.close()
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            Output.error(error)
+            throw ExitCode(ExitCodes.code(for: error))
+        }
+    }
+}
+
+/// The sysexits(3) codes protctl uses.
+enum ExitCodes {
+    static let usage: Int32 = 64
+    static let dataError: Int32 = 65
+    static let noInput: Int32 = 66
+    static let unavailable: Int32 = 69
+    static let tryAgain: Int32 = 75
+    static let noPermission: Int32 = 77
+    static let configuration: Int32 = 78
+
+    /// The exit code for a failure.
+    static func code(for error: any Error) -> Int32 {
+        guard let error = error as? DataProtectionError else {
+            return (error as? CommandFailure)?.exitCode ?? 1
+        }
+        switch error.code {
+        case .integrityFailure: return dataError
+        case .notFound: return noInput
+        case .daemonUnavailable, .protocolError, .unsupportedVersion, .tooManyConnections: return unavailable
+        case .protectedDataUnavailable, .rateLimited: return tryAgain
+        case .wrongPasscode, .permissionDenied, .erasedAfterFailedAttempts: return noPermission
+        case .keyBagCorrupt: return configuration
+        case .invalidName, .invalidArgument, .alreadyExists, .noPasscodeSet: return usage
+        default: return 1
+        }
+    }
+}
+
+/// A failure found by protctl itself (bad input file, mismatched passcodes).
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    let exitCode: Int32
+}

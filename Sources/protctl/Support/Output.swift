@@ -1,0 +1,49 @@
+import DataProtection
+import Foundation
+
+/// Printing: human text or one JSON document on stdout; errors on stderr.
+enum Output {
+    /// Prints `object` as a JSON document (sorted keys) on one line.
+    static func json(_ object: [String: Any]) {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// Prints a line on stdout.
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    /// Prints the error as one line on stderr, with when to retry if known.
+    static func error(_ error: any Error) {
+        var text = "protctl: \(error)"
+        if case DataProtectionError.rateLimited(let retryAfter, _) = error {
+            text += " (retry in \(retryAfter.components.seconds) s)"
+        }
+        if case DataProtectionError.wrongPasscode(_, let retryAfter?) = error {
+            text += " (next attempt allowed in \(retryAfter.components.seconds) s)"
+        }
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// A file's attributes as JSON fields.
+    static func fields(_ attributes: FileAttributes) -> [String: Any] {
+        ["name": attributes.name, "protection": attributes.protection.description, "size": attributes.size,
+         "modificationTime": attributes.modificationTimeUnixSeconds]
+    }
+
+    /// The short class name used in listings.
+    static func shortName(_ protection: FileProtection) -> String {
+        switch protection {
+        case .complete: "complete"
+        case .completeUnlessOpen: "unlessOpen"
+        case .completeUntilFirstUserAuthentication: "untilFirstUserAuthentication"
+        case .none: "none"
+        }
+    }
+
+    /// `2026-11-21T23:04:00Z` from Unix seconds.
+    static func timestamp(_ seconds: Int64) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import ProtectionTestSupport
+import Testing
+
+/// protctl against a real daemon: every verb, in human and JSON output,
+/// with the exit codes scripts rely on.
+@Suite("protctl", .serialized)
+struct ProtctlEndToEndTests {
+    static let protctl = CommandRunner.builtProduct("protctl")
+
+    /// Runs protctl against `daemon`.
+    private func run(_ daemon: DaemonProcess, _ arguments: [String], input: String? = nil) throws -> CommandResult {
+        try CommandRunner.run(Self.protctl, ["--socket", daemon.socketPath] + arguments, input: input.map { Array($0.utf8) })
+    }
+
+    @Test("status, passwd, lock and unlock in human and JSON output")
+    func lifecycle() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        let status = try run(daemon, ["--json", "status"])
+        #expect(status.status == 0)
+        #expect(status.json?["state"] as? String == "unlocked")
+        #expect(status.json?["passcodeSet"] as? Bool == false)
+        #expect(try run(daemon, ["status"]).stdout.contains("state: unlocked"))
+        let refused = try run(daemon, ["lock"])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("passcode"))
+
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "first\n").status == 0)
+        let changed = try run(daemon, ["--json", "passwd", "--stdin"], input: "first\nsecond")
+        #expect(changed.status == 0)
+        #expect(changed.json?["passcodeSet"] as? Bool == true)
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "wrong\nthird\n").status == 77)
+
+        let locked = try run(daemon, ["--json", "lock", "--grace", "0"])
+        #expect(locked.status == 0)
+        #expect(locked.json?["state"] as? String == "locked")
+        #expect(try run(daemon, ["--json", "status"]).json?["state"] as? String == "locked")
+        // A trailing newline is optional; pam_exec's trailing NUL is ignored.
+        #expect(try run(daemon, ["unlock", "--stdin"], input: "second").status == 0)
+        #expect(try run(daemon, ["lock", "--grace", "0"]).status == 0)
+        let unlocked = try run(daemon, ["--json", "unlock", "--stdin"], input: "second\n")
+        #expect(unlocked.json?["state"] as? String == "unlocked")
+        #expect(try run(daemon, ["lock", "--no-wait"]).status == 0)
+        #expect(try run(daemon, ["unlock", "--stdin"], input: "second\u{0}").stdout.contains("state: unlocked"))
+    }
+
+    @Test("file verbs: write, read, ranges, ls, protection, rm, with their exit codes")
+    func fileVerbs() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        let directory = try TemporaryDirectory("protctl")
+        defer { directory.remove() }
+        let inputPath = directory.appending("in")
+        try Data("from a file".utf8).write(to: URL(fileURLWithPath: inputPath))
+
+        #expect(try run(daemon, ["write", "notes/a", "--protection", "complete"], input: "hello world").status == 0)
+        let written = try run(daemon, ["--json", "write", "notes/b", "--input", inputPath, "--durable",
+                                       "--protection", "completeUnlessOpen"])
+        #expect(written.json?["size"] as? Int == 11)
+        #expect(try run(daemon, ["read", "notes/a"]).stdout == "hello world")
+        #expect(try run(daemon, ["read", "notes/a", "--offset", "6", "--length", "5"]).stdout == "world")
+        let outputPath = directory.appending("out")
+        #expect(try run(daemon, ["read", "notes/b", "--output", outputPath]).status == 0)
+        #expect(try String(contentsOfFile: outputPath, encoding: .utf8) == "from a file")
+        let json = try run(daemon, ["--json", "read", "notes/a"])
+        #expect(json.json?["base64"] as? String == Data("hello world".utf8).base64EncodedString())
+
+        let listing = try run(daemon, ["ls", "notes/"])
+        #expect(listing.stdout.contains("complete") && listing.stdout.contains("notes/a") && listing.stdout.contains("11"))
+        let files = try run(daemon, ["--json", "ls"]).json?["files"] as? [[String: Any]]
+        #expect(files?.compactMap { $0["name"] as? String } == ["notes/a", "notes/b"])
+        #expect(files?.first?["protection"] as? String == "complete")
+
+        #expect(try run(daemon, ["protection", "notes/a"]).stdout == "complete\n")
+        #expect(try run(daemon, ["--json", "protection", "notes/a", "none"]).json?["protection"] as? String == "none")
+        #expect(try run(daemon, ["protection", "notes/a", "untilFirstUserAuthentication"]).stdout
+                == "completeUntilFirstUserAuthentication\n")
+        #expect(try run(daemon, ["protection", "notes/a", "sometimes"]).status == 64)
+
+        #expect(try run(daemon, ["rm", "notes/a"]).status == 0)
+        let missing = try run(daemon, ["read", "notes/a"])
+        #expect(missing.status == 66)
+        #expect(missing.stderr.hasPrefix("protctl: ") && missing.stderr.split(separator: "\n").count == 1)
+        #expect(try run(daemon, ["rm", "notes/a"]).status == 66)
+        #expect(try run(daemon, ["write", "../escape"], input: "x").status == 64)
+        #expect(try run(daemon, ["read", "notes/a", "--offset", "1"]).status == 64)
+    }
+
+    @Test("exit codes: 75 while locked, 65 on tampered data, 64 for erase without --yes, 69 without a daemon")
+    func exitCodes() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "pass").status == 0)
+        #expect(try run(daemon, ["write", "a", "--protection", "complete"], input: "secret").status == 0)
+        #expect(try run(daemon, ["write", "d", "--protection", "none"], input: "plain").status == 0)
+        #expect(try run(daemon, ["lock"]).status == 0)
+        let unavailable = try run(daemon, ["read", "a"])
+        #expect(unavailable.status == 75)
+        #expect(unavailable.stderr.contains("unlock"))
+
+        // Flip one content byte of d on disk.
+        let files = daemon.stateDirectory + "/store/\(getuid())/files/d"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: files))
+        bytes[bytes.count - 20] ^= 1
+        try bytes.write(to: URL(fileURLWithPath: files))
+        #expect(try run(daemon, ["read", "d"]).status == 65)
+
+        #expect(try run(daemon, ["erase"]).status == 64)
+        daemon.stop()
+        #expect(try run(daemon, ["status"]).status == 69)
+    }
+
+    @Test("five failures make unlock exit 75 with when to retry, and a restart does not lift the delay")
+    func rateLimitExitCodes() throws {
+        let daemon = try DaemonProcess()
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "right").status == 0)
+        try daemon.restart()
+        for _ in 1...5 {
+            #expect(try run(daemon, ["unlock", "--stdin"], input: "wrong").status == 77)
+        }
+        let limited = try run(daemon, ["unlock", "--stdin"], input: "right")
+        #expect(limited.status == 75)
+        #expect(limited.stderr.contains("retry in"))
+        try daemon.restart()
+        #expect(try run(daemon, ["unlock", "--stdin"], input: "right").status == 75)
+        #expect(try run(daemon, ["--json", "status"]).json?["retryAfterSeconds"] as? Int ?? 0 > 0)
+    }
+
+    @Test("watch --count 3 --ack sees will, did-unavailable and did-available around a lock and unlock by another process")
+    func watchAcknowledges() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 30)
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "pass").status == 0)
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: Self.protctl)
+        watcher.arguments = ["--socket", daemon.socketPath, "--json", "watch", "--count", "3", "--ack"]
+        let output = Pipe()
+        watcher.standardOutput = output
+        try watcher.run()
+        // The first JSON line says the watcher is subscribed; the lock must wait for it.
+        let reader = output.fileHandleForReading
+        var buffered = Data()
+        while !buffered.contains(UInt8(ascii: "\n")) {
+            let piece = reader.availableData
+            if piece.isEmpty { break }
+            buffered += piece
+        }
+        let first = buffered.split(separator: UInt8(ascii: "\n")).first.flatMap {
+            try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any]
+        }
+        #expect(first?["subscribed"] as? Bool == true)
+        let started = Date()
+        #expect(try run(daemon, ["lock"]).status == 0)
+        #expect(Date().timeIntervalSince(started) < 10, "the lock did not end early on the acknowledgement")
+        #expect(try run(daemon, ["unlock", "--stdin"], input: "pass").status == 0)
+        watcher.waitUntilExit()
+        #expect(watcher.terminationStatus == 0)
+        let lines = String(decoding: buffered + reader.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: "\n").dropFirst()
+            .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.compactMap { $0["event"] as? String } == [
+            "protectedDataWillBecomeUnavailable", "protectedDataDidBecomeUnavailable", "protectedDataDidBecomeAvailable",
+        ])
+    }
+
+    @Test("help exists for every verb, and completions and errors for bad usage")
+    func helpAndUsage() throws {
+        for verb in ["status", "lock", "unlock", "passwd", "erase", "write", "read", "ls", "rm", "protection", "watch"] {
+            let help = try CommandRunner.run(Self.protctl, [verb, "--help"])
+            #expect(help.status == 0 && help.stdout.contains("USAGE"), "no help for \(verb)")
+        }
+        let bash = try CommandRunner.run(Self.protctl, ["--generate-completion-script", "bash"])
+        #expect(bash.status == 0 && bash.stdout.contains("protctl"))
+        #expect(try CommandRunner.run(Self.protctl, ["frobnicate"]).status == 64)
+    }
+}

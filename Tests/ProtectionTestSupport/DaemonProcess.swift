@@ -24,7 +24,7 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Writes a config and starts protd; returns once it accepts connections.
     /// `extraConfig` is appended to the YAML (e.g. "lock:\n  grace-period-seconds: 0\n").
     public init(gracePeriodSeconds: Double = 10, socketMode: String = "0660", extraConfig: String = "",
-                extraArguments: [String] = []) throws {
+                extraArguments: [String] = [], environment: [String: String] = [:]) throws {
         directory = try TemporaryDirectory("daemon")
         // Unix socket paths are limited to 107 bytes; keep it short.
         socketPath = directory.appending("s")
@@ -48,14 +48,16 @@ public final class DaemonProcess: @unchecked Sendable {
 
             """ + extraConfig
         try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
-        try start(extraArguments: extraArguments)
+        try start(extraArguments: extraArguments, environment: environment)
     }
 
-    /// Starts the binary and waits for its socket.
-    public func start(extraArguments: [String] = []) throws {
+    /// Starts the binary and waits for its socket. `environment` entries are
+    /// added to the test's own environment.
+    public func start(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binaryPath)
         process.arguments = ["--config", configPath] + extraArguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()

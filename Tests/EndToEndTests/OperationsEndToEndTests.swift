@@ -1,0 +1,157 @@
+import DataProtection
+import Foundation
+import ProtectionTestSupport
+import Testing
+
+/// Running protd the way administrators do: other users, systemd
+/// readiness and socket activation, unit checks, PAM.
+@Suite("Operations", .serialized)
+struct OperationsEndToEndTests {
+    static let protctl = CommandRunner.builtProduct("protctl")
+    static let isRoot = getuid() == 0
+    static let systemdAnalyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+    static let pamtester = ["/usr/bin/pamtester", "/usr/sbin/pamtester"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+    static let socketActivate = ["/usr/bin/systemd-socket-activate", "/bin/systemd-socket-activate"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    /// protctl as uid/gid 4242 with no supplementary groups.
+    private func asOtherUser(_ daemon: DaemonProcess, _ arguments: [String], input: String? = nil) throws -> CommandResult {
+        try CommandRunner.run("/usr/bin/setpriv",
+                              ["--reuid=4242", "--regid=4242", "--clear-groups", Self.protctl, "--socket", daemon.socketPath]
+                                  + arguments, input: input.map { Array($0.utf8) })
+    }
+
+    @Test("another uid cannot list, read, overwrite or delete the first uid's files and is refused lock, passwd and erase",
+          .enabled(if: isRoot, "needs root to run a client under another uid (setpriv)"))
+    func perUidIsolation() async throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0, socketMode: "0666")
+        let owner = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await owner.setPasscode("pass")
+        try await owner.file("mine").write(Array("root's secret".utf8), protection: .none)
+
+        let listing = try asOtherUser(daemon, ["--json", "ls"])
+        #expect(listing.status == 0, "\(listing.stderr)")
+        #expect((listing.json?["files"] as? [Any])?.isEmpty == true)
+        #expect(try asOtherUser(daemon, ["read", "mine"]).status == 66)
+        #expect(try asOtherUser(daemon, ["rm", "mine"]).status == 66)
+        #expect(try asOtherUser(daemon, ["write", "mine", "--protection", "none"], input: "overwritten").status == 0)
+        #expect(try asOtherUser(daemon, ["read", "mine"]).stdout == "overwritten")
+        #expect(try await owner.file("mine").read() == Array("root's secret".utf8))
+        #expect(try await owner.list().map(\.name) == ["mine"])
+
+        #expect(try asOtherUser(daemon, ["lock"]).status == 77)
+        #expect(try asOtherUser(daemon, ["passwd", "--stdin"], input: "pass\nstolen\n").status == 77)
+        #expect(try asOtherUser(daemon, ["erase", "--yes"]).status == 77)
+        #expect(try await owner.status().state == .unlocked)
+        #expect(try await owner.file("mine").read() == Array("root's secret".utf8))
+    }
+
+    @Test("with a NOTIFY_SOCKET, protd sends READY=1 only once it serves and STOPPING=1 on SIGTERM")
+    func readinessNotification() async throws {
+        let directory = try TemporaryDirectory("notify")
+        defer { directory.remove() }
+        let notify = try NotifySocket(path: directory.appending("n"))
+        let daemon = try DaemonProcess(environment: ["NOTIFY_SOCKET": notify.path])
+        let ready = try #require(notify.receive())
+        #expect(ready.contains("READY=1"))
+        // Ready means serving: a client connects straight away.
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await client.status().state == .unlocked)
+        let stop = daemon.stop()
+        #expect(stop?.status == 0)
+        let stopping = try #require(notify.receive())
+        #expect(stopping.contains("STOPPING=1"))
+    }
+
+    @Test("started by systemd-socket-activate with a listening socket passed in, protd serves on it",
+          .enabled(if: socketActivate != nil, "systemd-socket-activate is not installed"))
+    func socketActivation() async throws {
+        let daemon = try DaemonProcess()
+        daemon.stop()
+        let activated = daemon.directory.appending("activated")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(Self.socketActivate))
+        process.arguments = ["-l", activated, DaemonProcess.binaryPath, "--config", daemon.configPath]
+        let log = Pipe()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        defer {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+        #expect(await EndToEnd.eventually { FileManager.default.fileExists(atPath: activated) })
+        let client = try await DataProtectionClient.connect(socketPath: activated)
+        #expect(try await client.status().state == .unlocked)
+        try await client.file("via-activation").write([1, 2, 3], protection: .none)
+        #expect(try await client.file("via-activation").read() == [1, 2, 3])
+        await client.close()
+        // protd used the passed socket, not its own configured one.
+        #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
+        process.terminate()
+        process.waitUntilExit()
+        let output = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(output.contains("serving on a socket passed by systemd"), "\(output)")
+    }
+
+    @Test("systemd-analyze verify passes and security scores 1.0 or lower (SAFE) on the unit files",
+          .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed"))
+    func unitFilesVerify() throws {
+        let analyze = try #require(Self.systemdAnalyze)
+        let directory = try TemporaryDirectory("units")
+        defer { directory.remove() }
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("systemd")
+        for unit in ["protd.service", "protd.socket"] {
+            // verify checks that ExecStart exists: point it at the binary just built.
+            let text = try String(contentsOf: repository.appendingPathComponent(unit), encoding: .utf8)
+                .replacingOccurrences(of: "/usr/bin/protd", with: DaemonProcess.binaryPath)
+            try text.write(toFile: directory.appending(unit), atomically: true, encoding: .utf8)
+        }
+        let verify = try CommandRunner.run(analyze, ["verify", directory.appending("protd.service"),
+                                                     directory.appending("protd.socket")])
+        #expect(verify.status == 0)
+        #expect(verify.stdout.isEmpty && verify.stderr.isEmpty, "verify said: \(verify.stdout)\(verify.stderr)")
+        // systemd's --threshold is on a 0-100 scale, ten times the printed
+        // exposure: --threshold=10 is the 1.0 (SAFE band) the issue asks for.
+        // --threshold=1 would mean 0.1, out of reach without PrivateUsers=
+        // (which breaks per-uid namespaces) and without AF_UNIX.
+        let security = try CommandRunner.run(analyze, ["security", "--offline=true", "--threshold=10",
+                                                       directory.appending("protd.service")])
+        let verdict = security.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(security.status == 0, "\(verdict)")
+        let score = verdict.split(separator: " ").compactMap { Double($0) }.first
+        #expect(try #require(score) <= 1.0, "\(verdict)")
+        print("systemd-analyze security: \(verdict)")
+    }
+
+    @Test("pam_exec with expose_authtok runs protctl unlock --stdin at login (pamtester)",
+          .enabled(if: isRoot && pamtester != nil, "needs root and pamtester to install a PAM service"))
+    func pamUnlock() async throws {
+        let daemon = try DaemonProcess()
+        let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await setup.setPasscode("login-passcode")
+        await setup.close()
+        try daemon.restart()
+        let service = "protd-test-\(getpid())"
+        let path = "/etc/pam.d/\(service)"
+        try """
+            auth optional pam_exec.so expose_authtok quiet \(Self.protctl) --socket \(daemon.socketPath) unlock --stdin
+            auth required pam_permit.so
+            account required pam_permit.so
+
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await client.status().state == .beforeFirstUnlock)
+        let login = try CommandRunner.run(try #require(Self.pamtester), [service, "root", "authenticate"],
+                                          input: Array("login-passcode\n".utf8))
+        #expect(login.status == 0, "pamtester: \(login.stdout)\(login.stderr)")
+        #expect(try await client.status().state == .unlocked)
+    }
+}

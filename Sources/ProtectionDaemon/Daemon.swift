@@ -36,7 +36,7 @@ public final class Daemon: Service {
         }
         let context = ConnectionContext(
             store: store, lockController: lockController, hub: hub,
-            authorization: Authorization(adminGroupID: adminGroupID),
+            authorization: Authorization(adminGroupID: adminGroupID, daemonUID: getuid()),
             maximumFrameLength: configuration.maxFrameBytes,
             maximumOpenHandles: configuration.maxOpenHandlesPerConnection, logger: logger)
         let notifier = SystemdNotifier(environment: environment)

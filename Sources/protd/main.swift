@@ -49,3 +49,6 @@ do {
     logger.critical("protd stopped: \(error)")
     exit(1)
 }
+
+// Leave now: nothing may keep a stopped daemon alive.
+exit(0)

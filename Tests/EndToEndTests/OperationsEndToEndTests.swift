@@ -74,17 +74,9 @@ struct OperationsEndToEndTests {
         let daemon = try DaemonProcess()
         daemon.stop()
         let activated = daemon.directory.appending("activated")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(Self.socketActivate))
-        process.arguments = ["-l", activated, DaemonProcess.binaryPath, "--config", daemon.configPath]
-        let log = Pipe()
-        process.standardError = log
-        process.standardOutput = log
-        try process.run()
-        defer {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-        }
+        let logPath = daemon.directory.appending("activation.log")
+        let process = try SpawnedProcess([try #require(Self.socketActivate), "-l", activated,
+                                          DaemonProcess.binaryPath, "--config", daemon.configPath], logPath: logPath)
         #expect(await EndToEnd.eventually { FileManager.default.fileExists(atPath: activated) })
         let client = try await DataProtectionClient.connect(socketPath: activated)
         #expect(try await client.status().state == .unlocked)
@@ -93,9 +85,8 @@ struct OperationsEndToEndTests {
         await client.close()
         // protd used the passed socket, not its own configured one.
         #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
-        process.terminate()
-        process.waitUntilExit()
-        let output = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.stop() == 0)
+        let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
         #expect(output.contains("serving on a socket passed by systemd"), "\(output)")
     }
 

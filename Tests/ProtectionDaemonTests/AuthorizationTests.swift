@@ -6,12 +6,18 @@ import Testing
 
 @Suite("Who may do what")
 struct AuthorizationTests {
-    let policy = Authorization(adminGroupID: 50)
+    let policy = Authorization(adminGroupID: 50, daemonUID: 999)
 
     @Test("root may lock, change the passcode and erase")
     func root() {
         let root = PeerCredentials(uid: 0, gid: 0, pid: 1, groups: [])
         #expect(policy.mayLock(root) && policy.mayChangePasscode(root) && policy.mayErase(root))
+    }
+
+    @Test("the daemon's own user may do what root may")
+    func daemonUser() {
+        let own = PeerCredentials(uid: 999, gid: 999, pid: 4, groups: [])
+        #expect(policy.mayLock(own) && policy.mayChangePasscode(own) && policy.mayErase(own))
     }
 
     @Test("an admin-group member may lock and change the passcode but not erase")
@@ -29,7 +35,7 @@ struct AuthorizationTests {
     func others() {
         let user = PeerCredentials(uid: 1000, gid: 1000, pid: 2, groups: [27])
         #expect(!policy.mayLock(user) && !policy.mayChangePasscode(user) && !policy.mayErase(user))
-        let noGroup = Authorization(adminGroupID: nil)
+        let noGroup = Authorization(adminGroupID: nil, daemonUID: 999)
         #expect(!noGroup.mayLock(PeerCredentials(uid: 1000, gid: 50, pid: 2, groups: [50])))
     }
 

@@ -62,6 +62,7 @@ final class Connection {
         guard case .hello(let minimum, let maximum, _) = try Request(frame: frame) else {
             throw ProtocolViolation("the first request must be hello")
         }
+        guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
         guard minimum <= WireProtocol.version && WireProtocol.version <= maximum else {
             try await send(.error(WireError(.unsupportedVersion,
                                             "this daemon speaks protocol version \(WireProtocol.version) only")),
@@ -92,6 +93,10 @@ final class Connection {
         } catch let violation as ProtocolViolation {
             throw violation
         } catch {
+            if !(error is ProtectionError || error is WireError) {
+                logger.error("request failed unexpectedly", metadata: ["protd.request": "\(request.type)",
+                                                                        "protd.error": "\(error)"])
+            }
             if case .writeChunk = request { discardWrite(id) }
             if case .writeEnd = request { discardWrite(id) }
             try? await send(.error(WireError(serving: error)), id: id)
@@ -124,20 +129,17 @@ final class Connection {
                 let state = await controller.waitUntilSettled()
                 let answer: Response = state == .locked
                     ? .ok
-                    : .error(WireError(.protectedDataUnavailable, "the lock was cancelled; the state is now \(state)"))
+                    : .error(WireError(.protectedDataUnavailable, "the lock did not complete; the state is now \(state)"))
                 try? await outbound.write(answer.frame(requestID: id))
             }
             return nil
-        case .unlock(var passcode):
-            defer { Self.zero(&passcode) }
+        case .unlock(let passcode):
+            // The copies in NIO's buffers and in `passcode` cannot be zeroed
+            // reliably in Swift; the key bag only ever sees guarded memory.
             let secret = try Self.secret(passcode, field: "passcode")
             try await context.lockController.unlock(passcode: secret, by: peer)
             return .ok
-        case .passwd(var old, var new):
-            defer {
-                if old != nil { Self.zero(&old!) }
-                Self.zero(&new)
-            }
+        case .passwd(let old, let new):
             guard context.authorization.mayChangePasscode(peer) else {
                 throw WireError.permissionDenied("changing the passcode needs root or the admin group")
             }
@@ -174,7 +176,9 @@ final class Connection {
             return .size(UInt64(try pending.commit()))
         case .writeAbort:
             if answeredWrites.remove(id) != nil { return nil }
-            guard let pending = writes.removeValue(forKey: id) else { return nil }
+            guard let pending = writes.removeValue(forKey: id) else {
+                throw WireError(.invalidArgument, "no write in progress for request \(id)")
+            }
             pending.abort()
             return .ok
         case .read(let name, let offset, let length):
@@ -190,11 +194,18 @@ final class Connection {
             case .openOrCreate: .openOrCreate(protection)
             }
             let handle = try store.open(try FileName(name), in: namespace, mode: openMode)
+            let size: Int
+            do {
+                size = try handle.size()
+            } catch {
+                handle.close()
+                throw error
+            }
             while handles[nextHandle] != nil || nextHandle == 0 { nextHandle &+= 1 }
             let number = nextHandle
             nextHandle &+= 1
             handles[number] = handle
-            return .handleOpened(handle: number, protection: handle.protection ?? protection, size: UInt64(try handle.size()))
+            return .handleOpened(handle: number, protection: handle.protection ?? protection, size: UInt64(size))
         case .handleRead(let number, let offset, let length):
             let bytes = try handle(number).read(offset: try Self.offset(offset),
                                                 count: min(Int(length), WireProtocol.chunkSize))
@@ -288,7 +299,7 @@ final class Connection {
     /// need not send anything more for a failed write.
     private func discardWrite(_ id: UInt32) {
         writes.removeValue(forKey: id)?.abort()
-        if answeredWrites.count >= Self.maximumRememberedWrites { answeredWrites.removeFirst() }
+        if answeredWrites.count >= Self.maximumRememberedWrites { answeredWrites.removeAll() }
         answeredWrites.insert(id)
     }
 
@@ -308,11 +319,6 @@ final class Connection {
     private static func secret(_ bytes: [UInt8], field: String) throws -> SecretBytes {
         guard !bytes.isEmpty else { throw WireError(.invalidArgument, "the \(field) must not be empty") }
         return try bytes.withUnsafeBytes { try SecretBytes(copying: $0) }
-    }
-
-    /// Overwrites a passcode copy that came off the wire.
-    private static func zero(_ bytes: inout [UInt8]) {
-        for index in bytes.indices { bytes[index] = 0 }
     }
 
     private static func offset(_ value: UInt64) throws -> Int {

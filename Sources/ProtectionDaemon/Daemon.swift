@@ -55,7 +55,12 @@ public final class Daemon: Service {
             store.shutdown()
             logger.notice("keys wiped; stopped")
         }
-        try await server.run()
+        do {
+            try await server.run()
+        } catch {
+            await lockController.stop()
+            throw error
+        }
         await lockController.stop()
     }
 }

@@ -67,6 +67,7 @@ public actor LockController {
             let events = try store.unlock(passcode: passcode)
             logger.notice("unlock succeeded", metadata: metadata)
             publish(events)
+            resumeWaitersIfSettled()
         } catch let error as ProtectionError {
             var failure = metadata
             failure["protd.unlock.result"] = "\(error.code.rawValue)"
@@ -82,9 +83,19 @@ public actor LockController {
 
     /// Sets or changes the passcode (already authorised).
     func changePasscode(_ new: SecretBytes, old: SecretBytes?, by peer: PeerCredentials) throws {
-        defer { publish(store.takeUndeliveredEvents()) }
-        try store.setPasscode(new, old: old)
-        logger.notice("passcode changed", metadata: ["protd.peer.uid": "\(peer.uid)"])
+        defer {
+            publish(store.takeUndeliveredEvents())
+            resumeWaitersIfSettled()
+        }
+        do {
+            try store.setPasscode(new, old: old)
+            logger.notice("passcode changed", metadata: ["protd.peer.uid": "\(peer.uid)"])
+        } catch let error as ProtectionError {
+            logger.warning("passcode change refused", metadata: [
+                "protd.peer.uid": "\(peer.uid)", "protd.passwd.result": "\(error.code.rawValue)",
+                "protd.unlock.failed_attempts": "\(store.status.failedAttempts)"])
+            throw error
+        }
     }
 
     /// Crypto-shreds everything (already authorised).

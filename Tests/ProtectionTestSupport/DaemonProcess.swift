@@ -115,7 +115,11 @@ public final class DaemonProcess: @unchecked Sendable {
     private func waitForSocket() throws {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            if FileManager.default.fileExists(atPath: socketPath) { return }
+            // The socket file appears at bind(); only a connect proves listen().
+            if FileManager.default.fileExists(atPath: socketPath), let probe = try? RawConnection(path: socketPath) {
+                probe.close()
+                return
+            }
             if let process, !process.isRunning {
                 throw DaemonFailed("protd exited with \(process.terminationStatus) before serving:\n\(log)")
             }

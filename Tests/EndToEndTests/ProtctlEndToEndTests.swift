@@ -160,6 +160,47 @@ struct ProtctlEndToEndTests {
         ])
     }
 
+    @Test("erase --yes as root destroys every file and the passcode; a bad socket path is a configuration error (78)")
+    func eraseAndConfiguration() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "pass").status == 0)
+        #expect(try run(daemon, ["write", "gone"], input: "bye").status == 0)
+        let erased = try run(daemon, ["--json", "erase", "--yes"])
+        #expect(erased.status == 0)
+        #expect(erased.json?["erased"] as? Bool == true)
+        #expect(try run(daemon, ["read", "gone"]).status == 66)
+        #expect(try run(daemon, ["--json", "status"]).json?["passcodeSet"] as? Bool == false)
+        let tooLong = try CommandRunner.run(Self.protctl, ["--socket", "/" + String(repeating: "s", count: 200), "status"])
+        #expect(tooLong.status == 78)
+        #expect(tooLong.stderr.contains("socket path"))
+    }
+
+    @Test("watch without --json prints one line per event")
+    func watchHuman() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "pass").status == 0)
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: Self.protctl)
+        watcher.arguments = ["--socket", daemon.socketPath, "watch", "--count", "2"]
+        let output = Pipe()
+        watcher.standardOutput = output
+        try watcher.run()
+        let reader = output.fileHandleForReading
+        var text = Data()
+        while !text.contains(UInt8(ascii: "\n")) {
+            let piece = reader.availableData
+            if piece.isEmpty { break }
+            text += piece
+        }
+        #expect(String(decoding: text, as: UTF8.self).hasPrefix("watching"))
+        #expect(try run(daemon, ["lock"]).status == 0)
+        watcher.waitUntilExit()
+        let lines = String(decoding: text + reader.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.dropFirst().first?.contains("protectedDataWillBecomeUnavailable state=locking") == true)
+        #expect(lines.last?.contains("protectedDataDidBecomeUnavailable state=locked") == true)
+    }
+
     @Test("help exists for every verb, and completions and errors for bad usage")
     func helpAndUsage() throws {
         for verb in ["status", "lock", "unlock", "passwd", "erase", "write", "read", "ls", "rm", "protection", "watch"] {

@@ -14,10 +14,21 @@ struct CommandContext {
         json = root.json
     }
 
+    /// The socket path protctl will use: --socket, else $PROTD_SOCKET, else the default.
+    var resolvedSocketPath: String {
+        socketPath ?? ProcessInfo.processInfo.environment[DataProtectionClient.socketPathEnvironmentVariable]
+            ?? DataProtectionClient.defaultSocketPath
+    }
+
     /// Connects, runs `body`, and maps any failure to an exit code.
     func run(_ body: (DataProtectionClient) async throws -> Void) async throws {
         do {
-            let client = try await DataProtectionClient.connect(socketPath: socketPath, clientName: "protctl")
+            let path = resolvedSocketPath
+            guard !path.isEmpty, path.utf8.count <= 107 else {
+                throw CommandFailure(description: "the socket path must be 1 to 107 bytes (a Unix socket address limit); "
+                                     + "check --socket or PROTD_SOCKET", exitCode: ExitCodes.configuration)
+            }
+            let client = try await DataProtectionClient.connect(socketPath: path, clientName: "protctl")
             do {
                 try await body(client)
             } catch {

@@ -21,19 +21,27 @@ struct EventEndToEndTests {
         }
     }
 
+    /// `count` subscribed clients, each collecting 3 events and acknowledging.
+    private static func acknowledgingSubscribers(
+        _ count: Int, _ daemon: DaemonProcess
+    ) async throws -> ([DataProtectionClient], [Task<[ProtectionEvent], any Error>]) {
+        var clients: [DataProtectionClient] = []
+        var tasks: [Task<[ProtectionEvent], any Error>] = []
+        for _ in 0..<count {
+            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            _ = try await client.subscribe()
+            clients.append(client)
+            tasks.append(collect(client, count: 3, acknowledge: true))
+        }
+        return (clients, tasks)
+    }
+
     @Test("three subscribers get will, did-unavailable and did-available in order, and their acknowledgements end the grace period early")
     func threeSubscribersAcknowledge() async throws {
         let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 30)
         defer { _ = daemon }
         try await admin.unlock(passcode: EndToEnd.passcode)
-        var subscribers: [DataProtectionClient] = []
-        var tasks: [Task<[ProtectionEvent], any Error>] = []
-        for _ in 0..<3 {
-            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-            _ = try await client.subscribe()
-            subscribers.append(client)
-            tasks.append(Self.collect(client, count: 3, acknowledge: true))
-        }
+        let (subscribers, tasks) = try await Self.acknowledgingSubscribers(3, daemon)
         let started = ContinuousClock.now
         try await admin.lock(waitUntilLocked: true)
         let lockTime = ContinuousClock.now - started
@@ -61,14 +69,7 @@ struct EventEndToEndTests {
         let silent = try RawConnection(path: daemon.socketPath)
         try silent.handshake()
         try silent.send(type: 0x17, id: 2, body: [])
-        var others: [DataProtectionClient] = []
-        var tasks: [Task<[ProtectionEvent], any Error>] = []
-        for _ in 0..<2 {
-            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-            _ = try await client.subscribe()
-            others.append(client)
-            tasks.append(Self.collect(client, count: 3, acknowledge: true))
-        }
+        let (others, tasks) = try await Self.acknowledgingSubscribers(2, daemon)
         let started = ContinuousClock.now
         try await admin.lock(waitUntilLocked: true)
         let lockTime = ContinuousClock.now - started

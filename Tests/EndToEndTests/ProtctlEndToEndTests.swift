@@ -136,12 +136,7 @@ struct ProtctlEndToEndTests {
         try watcher.run()
         // The first JSON line says the watcher is subscribed; the lock must wait for it.
         let reader = output.fileHandleForReading
-        var buffered = Data()
-        while !buffered.contains(UInt8(ascii: "\n")) {
-            let piece = reader.availableData
-            if piece.isEmpty { break }
-            buffered += piece
-        }
+        let buffered = Self.readFirstLine(reader)
         let first = buffered.split(separator: UInt8(ascii: "\n")).first.flatMap {
             try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any]
         }
@@ -186,12 +181,7 @@ struct ProtctlEndToEndTests {
         watcher.standardOutput = output
         try watcher.run()
         let reader = output.fileHandleForReading
-        var text = Data()
-        while !text.contains(UInt8(ascii: "\n")) {
-            let piece = reader.availableData
-            if piece.isEmpty { break }
-            text += piece
-        }
+        let text = Self.readFirstLine(reader)
         #expect(String(decoding: text, as: UTF8.self).hasPrefix("watching"))
         #expect(try run(daemon, ["lock"]).status == 0)
         watcher.waitUntilExit()
@@ -210,5 +200,16 @@ struct ProtctlEndToEndTests {
         let bash = try CommandRunner.run(Self.protctl, ["--generate-completion-script", "bash"])
         #expect(bash.status == 0 && bash.stdout.contains("protctl"))
         #expect(try CommandRunner.run(Self.protctl, ["frobnicate"]).status == 64)
+    }
+
+    /// Reads until the first newline (or end of stream); returns all bytes read.
+    private static func readFirstLine(_ reader: FileHandle) -> Data {
+        var buffered = Data()
+        while !buffered.contains(UInt8(ascii: "\n")) {
+            let piece = reader.availableData
+            if piece.isEmpty { break }
+            buffered += piece
+        }
+        return buffered
     }
 }

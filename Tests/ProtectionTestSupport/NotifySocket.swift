@@ -11,16 +11,10 @@ public final class NotifySocket: @unchecked Sendable {
     /// Binds a datagram socket at `path`.
     public init(path: String) throws {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.utf8.enumerated() where index < buffer.count - 1 { buffer[index] = byte }
+        guard let fd = unixSocket(type: Int32(SOCK_DGRAM.rawValue), path: path, bind) else {
+            throw POSIXError(.EADDRINUSE)
         }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard result == 0 else { throw POSIXError(.EADDRINUSE) }
+        self.fd = fd
     }
 
     /// The next datagram as text, or nil after `timeout` seconds.

@@ -8,16 +8,10 @@ public final class RawConnection: @unchecked Sendable {
 
     /// Connects to `path`.
     public init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.utf8.enumerated() where index < buffer.count - 1 { buffer[index] = byte }
+        guard let fd = unixSocket(type: Int32(SOCK_STREAM.rawValue), path: path, connect) else {
+            throw POSIXError(.ECONNREFUSED)
         }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard result == 0 else { throw POSIXError(.ECONNREFUSED) }
+        self.fd = fd
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }

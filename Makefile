@@ -15,7 +15,7 @@ DOCDIR ?= $(PREFIX)/share/doc/protd
 RELEASE_BIN = .build/release
 MANUAL = .build/plugins/GenerateManual/outputs/protctl/protctl.1
 
-.PHONY: all build test run deps test-deps release manual install uninstall clean
+.PHONY: all build test run deps test-deps bench bench-deps release manual install uninstall clean
 
 all: build
 
@@ -54,6 +54,20 @@ test: test-deps
 run: deps
 	$(SWIFT) build --product protd $(SWIFT_BUILD_FLAGS)
 	exec "$$($(SWIFT) build --show-bin-path $(SWIFT_BUILD_FLAGS))/protd" --config Config/protd.dev.yaml
+
+## Benchmarks in release mode: prints a table, writes docs/BENCHMARKS.md and
+## docs/benchmarks.json. Extra flags: make bench ARGS="--size-mib 256 --dir /var/tmp".
+ARGS ?=
+bench: bench-deps
+	$(SWIFT) build -c release --product protd --product protctl --product protd-bench
+	"$$($(SWIFT) build -c release --show-bin-path)/protd-bench" --markdown docs/BENCHMARKS.md --json docs/benchmarks.json $(ARGS)
+
+## Peers for the comparison (age; gocryptfs and fuse3 where FUSE works), when root.
+bench-deps: deps
+	@if ! command -v age >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get install -y age || (apt-get update && apt-get install -y age) || true; \
+		else echo "not root: age not installed; the age comparison will be skipped"; fi; \
+	fi
 
 release: deps
 	$(SWIFT) build -c release --product protd

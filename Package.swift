@@ -100,6 +100,15 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "protd-bench",
+            dependencies: [
+                "DataProtection", "Sodium", "ProtectionTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/protd-bench",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "ProtectionTestSupport",
             dependencies: ["ProtectionCore", "Sodium"],

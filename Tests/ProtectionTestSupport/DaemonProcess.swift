@@ -23,9 +23,13 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Writes a config and starts protd; returns once it accepts connections.
     /// `extraConfig` is appended to the YAML (e.g. "lock:\n  grace-period-seconds: 0\n").
+    /// `argon2` is the passcode cost (operations, KiB); the default is
+    /// libsodium's cheapest, which is real Argon2id but fast for tests.
     public init(gracePeriodSeconds: Double = 10, socketMode: String = "0660", extraConfig: String = "",
-                extraArguments: [String] = [], environment: [String: String] = [:]) throws {
-        directory = try TemporaryDirectory("daemon")
+                extraArguments: [String] = [], environment: [String: String] = [:],
+                argon2: (operations: Int, memoryKiB: Int) = (1, 8), logLevel: String = "debug",
+                parentDirectory: String? = nil) throws {
+        directory = try TemporaryDirectory("daemon", in: parentDirectory)
         // Unix socket paths are limited to 107 bytes; keep it short.
         socketPath = directory.appending("s")
         stateDirectory = directory.appending("state")
@@ -41,10 +45,10 @@ public final class DaemonProcess: @unchecked Sendable {
               grace-period-seconds: \(gracePeriodSeconds)
               admin-group: root
             passcode:
-              argon2-operations: 1
-              argon2-memory-kib: 8
+              argon2-operations: \(argon2.operations)
+              argon2-memory-kib: \(argon2.memoryKiB)
             log:
-              level: debug
+              level: \(logLevel)
 
             """ + extraConfig
         try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)

@@ -5,9 +5,9 @@ public struct TemporaryDirectory: Sendable {
     /// Absolute path of the directory.
     public let path: String
 
-    /// Creates `/tmp/protd-test-XXXX`.
-    public init(_ label: String = "test") throws {
-        let base = FileManager.default.temporaryDirectory.path
+    /// Creates `/tmp/protd-LABEL-UUID`, or the same inside `parent`.
+    public init(_ label: String = "test", in parent: String? = nil) throws {
+        let base = parent ?? FileManager.default.temporaryDirectory.path
         path = base + "/protd-\(label)-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }

@@ -1,0 +1,192 @@
+import DataProtection
+import Foundation
+import ProtectionTestSupport
+import Sodium
+
+/// Sequential write then read of one large file: protd against the crypto
+/// ceiling (raw libsodium, same algorithm and segment size, no I/O), the
+/// I/O floor (plain files on the same file system) and age.
+struct LargeFileWorkload {
+    let options: BenchOptions
+    let report: Report
+    static let chunk = 1 << 20
+    static let segment = 64 * 1024
+
+    var bytes: Int { options.sizeMiB << 20 }
+    var mebibytes: Double { Double(options.sizeMiB) }
+
+    /// MiB/s for each timing.
+    func throughput(_ sample: Sample) -> Sample { Sample(values: sample.values.map { mebibytes / $0 }) }
+
+    func run(daemon: DaemonProcess, client: DataProtectionClient) async throws -> (write: Double, read: Double) {
+        let content = [UInt8](repeating: 0x5A, count: Self.chunk)
+        let chunks = bytes / Self.chunk
+        let idle = Memory.residentMiB(pid: daemon.pid)
+        var peak = idle
+        let sampler = Task {
+            var highest = idle
+            while !Task.isCancelled {
+                highest = max(highest, Memory.residentMiB(pid: daemon.pid))
+                try? await Task.sleep(for: .milliseconds(25))
+            }
+            return highest
+        }
+        let protdWrite = throughput(try await Stopwatch.sample(options.repetitions) {
+            try await client.file("large").write(contentsOf: RepeatedChunks(chunk: content, count: chunks), protection: .completeUntilFirstUserAuthentication, durable: false)
+        })
+        let protdRead = throughput(try await Stopwatch.sample(options.repetitions) {
+            var total = 0
+            for try await piece in client.file("large").readChunks() { total += piece.count }
+            precondition(total == bytes, "read \(total) of \(bytes) bytes")
+        })
+        sampler.cancel()
+        peak = max(peak, await sampler.value)
+        try await client.file("large").delete()
+
+        let (ceilingSeal, ceilingOpen) = try cryptoCeiling()
+        let (plainWrite, plainRead) = try plainFiles(content: content, chunks: chunks)
+        let floorWrite = min(ceilingSeal.median, plainWrite.median)
+        let floorRead = min(ceilingOpen.median, plainRead.median)
+
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "raw libsodium seal (ceiling)", unit: "MiB/s", sample: ceilingSeal))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "raw libsodium open (ceiling)", unit: "MiB/s", sample: ceilingOpen))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "plain file write (floor)", unit: "MiB/s", sample: plainWrite))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "plain file read (floor)", unit: "MiB/s", sample: plainRead))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd write", unit: "MiB/s", sample: protdWrite,
+                       target: ">= 0.75x min(ceiling, floor) = \(Report.format(0.75 * floorWrite))",
+                       met: protdWrite.median >= 0.75 * floorWrite))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd read", unit: "MiB/s", sample: protdRead,
+                       target: ">= 0.75x min(ceiling, floor) = \(Report.format(0.75 * floorRead))",
+                       met: protdRead.median >= 0.75 * floorRead))
+        try age(protdWrite: protdWrite.median, protdRead: protdRead.median, content: content, chunks: chunks)
+        report.skip("gocryptfs: needs FUSE (/dev/fuse and mount rights); see docs/BENCHMARKS.md")
+        report.skip("kernel fscrypt: needs a loop-mounted ext4 with the encrypt feature (loop devices, CAP_SYS_ADMIN)")
+        report.add(Row(workload: "memory", measure: "daemon RSS growth streaming \(options.sizeMiB) MiB", unit: "MiB",
+                       sample: Sample(values: [peak - idle]), target: "<= 16 MiB", met: peak - idle <= 16))
+        return (protdWrite.median, protdRead.median)
+    }
+
+    /// In-process XChaCha20-Poly1305 over the same bytes in 64 KiB segments.
+    private func cryptoCeiling() throws -> (Sample, Sample) {
+        let key = try SecretBytes.random(count: 32)
+        let plain = [UInt8](repeating: 0x5A, count: Self.segment)
+        var sealed = [UInt8](repeating: 0, count: Self.segment + 16)
+        var opened = [UInt8](repeating: 0, count: Self.segment)
+        let nonce = try SecureRandom.bytes(24)
+        let ad = [UInt8](repeating: 1, count: 25)
+        let segments = bytes / Self.segment
+        func timed(_ body: () throws -> Void) rethrows -> Double {
+            let start = ContinuousClock.now
+            try body()
+            return seconds(since: start)
+        }
+        var seal: [Double] = []
+        var open: [Double] = []
+        for _ in 0..<options.repetitions {
+            seal.append(mebibytes / (try timed {
+                for _ in 0..<segments {
+                    try plain.withUnsafeBytes { p in try ad.withUnsafeBytes { a in try nonce.withUnsafeBytes { n in
+                        try sealed.withUnsafeMutableBytes { try XChaCha20Poly1305.seal(p, additionalData: a, nonce: n, key: key, into: $0) }
+                    } } }
+                }
+            }))
+            open.append(mebibytes / (try timed {
+                for _ in 0..<segments {
+                    try sealed.withUnsafeBytes { c in try ad.withUnsafeBytes { a in try nonce.withUnsafeBytes { n in
+                        try opened.withUnsafeMutableBytes { try XChaCha20Poly1305.open(c, additionalData: a, nonce: n, key: key, into: $0) }
+                    } } }
+                }
+            }))
+        }
+        return (Sample(values: seal), Sample(values: open))
+    }
+
+    /// Plain files on the same file system, 1 MiB writes and reads.
+    private func plainFiles(content: [UInt8], chunks: Int) throws -> (Sample, Sample) {
+        let path = options.dir + "/protd-bench-plain-\(getpid())"
+        defer { unlink(path) }
+        var write: [Double] = []
+        var read: [Double] = []
+        var buffer = [UInt8](repeating: 0, count: Self.chunk)
+        for _ in 0..<options.repetitions {
+            unlink(path)
+            let start = ContinuousClock.now
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            for _ in 0..<chunks { _ = content.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+            close(fd)
+            write.append(mebibytes / seconds(since: start))
+            let readStart = ContinuousClock.now
+            let rfd = open(path, O_RDONLY)
+            while buffer.withUnsafeMutableBytes({ Glibc.read(rfd, $0.baseAddress, $0.count) }) > 0 {}
+            close(rfd)
+            read.append(mebibytes / seconds(since: readStart))
+        }
+        return (Sample(values: write), Sample(values: read))
+    }
+
+    /// age encrypt (write) and decrypt (read) with an X25519 recipient.
+    private func age(protdWrite: Double, protdRead: Double, content: [UInt8], chunks: Int) throws {
+        guard let age = BenchEnvironment.which("age"), let keygen = BenchEnvironment.which("age-keygen") else {
+            report.skip("age: not installed (apt-get install age)")
+            return
+        }
+        let base = options.dir + "/protd-bench-age-\(getpid())"
+        defer { for suffix in ["key", "in", "enc", "out"] { unlink("\(base).\(suffix)") } }
+        unlink("\(base).key")
+        let generated = try BenchEnvironment.run(keygen, ["-o", "\(base).key"])
+        guard let recipient = (generated.stderr + generated.stdout).split(separator: " ").last?
+            .trimmingCharacters(in: .whitespacesAndNewlines), recipient.hasPrefix("age1") else {
+            report.skip("age: age-keygen gave no recipient")
+            return
+        }
+        let fd = open("\(base).in", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        for _ in 0..<chunks { _ = content.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+        close(fd)
+        var encrypt: [Double] = []
+        var decrypt: [Double] = []
+        for _ in 0..<options.repetitions {
+            let start = ContinuousClock.now
+            try BenchEnvironment.run(age, ["-r", recipient, "-o", "\(base).enc", "\(base).in"])
+            encrypt.append(mebibytes / seconds(since: start))
+            unlink("\(base).out")
+            let readStart = ContinuousClock.now
+            try BenchEnvironment.run(age, ["-d", "-i", "\(base).key", "-o", "\(base).out", "\(base).enc"])
+            decrypt.append(mebibytes / seconds(since: readStart))
+        }
+        let encryptSample = Sample(values: encrypt)
+        let decryptSample = Sample(values: decrypt)
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "age encrypt", unit: "MiB/s", sample: encryptSample))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "age decrypt", unit: "MiB/s", sample: decryptSample))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd write / age encrypt", unit: "x",
+                       sample: Sample(values: [protdWrite / encryptSample.median]), target: ">= 2x",
+                       met: protdWrite / encryptSample.median >= 2))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd read / age decrypt", unit: "x",
+                       sample: Sample(values: [protdRead / decryptSample.median]), target: ">= 2x",
+                       met: protdRead / decryptSample.median >= 2))
+    }
+}
+
+/// Seconds since `start`.
+func seconds(since start: ContinuousClock.Instant) -> Double {
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+/// The same chunk `count` times, produced lazily.
+struct RepeatedChunks: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    let chunk: [UInt8]
+    let count: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let chunk: [UInt8]
+        var remaining: Int
+        mutating func next() async -> [UInt8]? {
+            guard remaining > 0 else { return nil }
+            remaining -= 1
+            return chunk
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunk: chunk, remaining: count) }
+}

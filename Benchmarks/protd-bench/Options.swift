@@ -1,0 +1,41 @@
+import ArgumentParser
+
+/// What to run and how big.
+struct BenchOptions: ParsableArguments {
+    @Option(help: "Size of the large-file workload in MiB.")
+    var sizeMiB = 1024
+
+    @Option(help: "Number of small files.")
+    var files = 10_000
+
+    @Option(help: "Repetitions per figure (the median is reported).")
+    var repetitions = 3
+
+    @Option(help: "Subscribers for the lock fan-out.")
+    var subscribers = 1000
+
+    @Option(help: "Open handles for the memory figure.")
+    var handles = 10_000
+
+    @Option(help: "Where files go: a tmpfs such as /dev/shm, or a disk directory.")
+    var dir = "/dev/shm"
+
+    @Flag(help: "Tiny sizes, one repetition: checks that everything runs (make test).")
+    var quick = false
+
+    @Option(help: "Write the Markdown report here.")
+    var markdown: String?
+
+    @Option(help: "Write the raw figures as JSON here.")
+    var json: String?
+
+    /// Applies --quick.
+    mutating func applyQuick() {
+        guard quick else { return }
+        sizeMiB = 4
+        files = 50
+        repetitions = 1
+        subscribers = 10
+        handles = 50
+    }
+}

@@ -1,0 +1,59 @@
+import ArgumentParser
+import DataProtection
+import Foundation
+import ProtectionTestSupport
+
+/// protd-bench: every workload in one invocation, a table on stdout, and
+/// optionally docs/BENCHMARKS.md and a JSON file of the raw figures.
+@main
+struct ProtdBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "protd-bench", abstract: "Benchmark protd against plain files, raw libsodium and age.")
+
+    @OptionGroup var options: BenchOptions
+
+    mutating func run() async throws {
+        options.applyQuick()
+        BenchEnvironment.raiseFileLimit()
+        let report = Report(machine: BenchEnvironment.describe(options: options))
+        print("protd-bench: \(report.machine["settings"] ?? "")")
+
+        let limits = """
+            limits:
+              max-connections: \(options.subscribers + 64)
+              max-open-handles-per-connection: 1024
+
+            """
+        // Default KDF cost, as a real deployment: unlock and passwd times are meaningful.
+        let daemon = try DaemonProcess(gracePeriodSeconds: 30, extraConfig: limits, argon2: (2, 65536),
+                                       logLevel: "warning", parentDirectory: options.dir)
+        let memory = MemoryWorkload(options: options, report: report)
+        try await Task.sleep(for: .milliseconds(300))
+        try await memory.idleAndHandles(daemon: daemon)
+
+        let admin = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await admin.setPasscode("bench")
+        _ = try await LargeFileWorkload(options: options, report: report).run(daemon: daemon, client: admin)
+        try await SmallFilesWorkload(options: options, report: report).run(daemon: daemon)
+        let lock = LockWorkload(options: options, report: report)
+        try await lock.fanOut(daemon: daemon, admin: admin)
+        try await lock.unlock(admin: admin, costLabel: "Argon2id ops 2, 64 MiB")
+        try await lock.passwd(admin: admin)
+        await admin.close()
+        daemon.stop()
+        try memory.coldStart()
+
+        let command = "protd-bench " + CommandLine.arguments.dropFirst().joined(separator: " ")
+        if let markdown = options.markdown {
+            try report.markdown(command: command).write(toFile: markdown, atomically: true, encoding: .utf8)
+            print("wrote \(markdown)")
+        }
+        if let json = options.json {
+            try report.json().write(to: URL(fileURLWithPath: json))
+            print("wrote \(json)")
+        }
+        let missed = report.rows.filter { $0.met == false }.count
+        let met = report.rows.filter { $0.met == true }.count
+        print("targets: \(met) met, \(missed) not met")
+    }
+}

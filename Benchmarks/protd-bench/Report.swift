@@ -1,0 +1,87 @@
+import Foundation
+
+/// One row of the results table.
+struct Row: Codable {
+    var workload: String
+    var measure: String
+    var unit: String
+    var sample: Sample
+    /// Target text, e.g. ">= 2x age"; empty when there is none.
+    var target: String = ""
+    /// Whether the target is met; nil when there is no target or it could not be evaluated.
+    var met: Bool?
+    var note: String = ""
+}
+
+/// Collects rows, prints the table, writes Markdown and JSON.
+final class Report {
+    private(set) var rows: [Row] = []
+    var skipped: [String] = []
+    let machine: [String: String]
+
+    init(machine: [String: String]) { self.machine = machine }
+
+    func add(_ row: Row) {
+        rows.append(row)
+        print(Self.line(row))
+    }
+
+    func skip(_ reason: String) {
+        skipped.append(reason)
+        print("skipped: \(reason)")
+    }
+
+    static func format(_ value: Double) -> String {
+        if value.isNaN { return "n/a" }
+        if value >= 100 { return String(format: "%.0f", value) }
+        if value >= 1 { return String(format: "%.2f", value) }
+        return String(format: "%.4f", value)
+    }
+
+    static func line(_ row: Row) -> String {
+        let verdict = row.met.map { $0 ? "met" : "NOT met" } ?? ""
+        return [row.workload.padding(toLength: 34, withPad: " ", startingAt: 0),
+                row.measure.padding(toLength: 40, withPad: " ", startingAt: 0),
+                "\(format(row.sample.median)) \(row.unit)".padding(toLength: 16, withPad: " ", startingAt: 0),
+                "[\(format(row.sample.min))..\(format(row.sample.max))]".padding(toLength: 20, withPad: " ", startingAt: 0),
+                row.target.isEmpty ? "" : "\(row.target): \(verdict)"].joined(separator: " ")
+    }
+
+    func markdown(command: String) -> String {
+        var text = """
+            # Benchmarks
+
+            Produced by `\(command)` on \(machine["date"] ?? "?"). Rerun with `make bench` (see `make bench ARGS=--help`).
+            Every figure is the median of several runs, with min..max; comparisons are ratios against baselines
+            measured in the same invocation.
+
+            ## Machine
+
+            | | |
+            |---|---|
+
+            """
+        for key in machine.keys.sorted() { text += "| \(key) | \(machine[key] ?? "") |\n" }
+        text += "\n## Results\n\n| workload | measure | median | min..max | target | met |\n|---|---|---|---|---|---|\n"
+        for row in rows {
+            text += "| \(row.workload) | \(row.measure) | \(Self.format(row.sample.median)) \(row.unit) | "
+                + "\(Self.format(row.sample.min))..\(Self.format(row.sample.max)) | \(row.target) | "
+                + "\(row.met.map { $0 ? "yes" : "**no**" } ?? "") |\n"
+        }
+        if !skipped.isEmpty {
+            text += "\n## Not measured here\n\n" + skipped.map { "- \($0)" }.joined(separator: "\n") + "\n"
+        }
+        let notes = rows.filter { !$0.note.isEmpty }
+        if !notes.isEmpty {
+            text += "\n## Notes\n\n" + notes.map { "- \($0.workload), \($0.measure): \($0.note)" }.joined(separator: "\n") + "\n"
+        }
+        return text
+    }
+
+    func json() throws -> Data {
+        struct Document: Codable { var machine: [String: String]; var rows: [Row]; var skipped: [String] }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(Document(machine: machine, rows: rows, skipped: skipped))
+    }
+}

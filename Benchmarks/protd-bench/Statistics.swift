@@ -1,0 +1,44 @@
+import Foundation
+
+/// Several measurements of one figure: median with min and max.
+struct Sample: Codable {
+    var values: [Double]
+
+    var median: Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .nan }
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+    var min: Double { values.min() ?? .nan }
+    var max: Double { values.max() ?? .nan }
+}
+
+/// Wall-clock timing.
+enum Stopwatch {
+    /// Seconds `body` took.
+    static func time(_ body: () async throws -> Void) async rethrows -> Double {
+        let start = ContinuousClock.now
+        try await body()
+        return seconds(since: start)
+    }
+
+    /// `repetitions` timings of `body`.
+    static func sample(_ repetitions: Int, _ body: () async throws -> Void) async rethrows -> Sample {
+        var values: [Double] = []
+        for _ in 0..<repetitions { values.append(try await time(body)) }
+        return Sample(values: values)
+    }
+}
+
+/// Resident memory of a process, from /proc.
+enum Memory {
+    /// VmRSS of `pid` in MiB.
+    static func residentMiB(pid: Int32) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return .nan }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan) / 1024
+        }
+        return .nan
+    }
+}

@@ -42,22 +42,39 @@ struct SmallFilesWorkload {
                 let files = Double(perClient * clients)
                 let writeRate = Sample(values: write.values.map { files / $0 })
                 let readRate = Sample(values: read.values.map { files / $0 })
-                let plain = try plainFiles(content: content, threads: clients, durable: durable)
+                let plain = try plainFiles(base: options.dir + "/protd-bench-small-\(getpid())", content: content,
+                                           threads: clients, durable: durable)
                 report.add(Row(workload: label, measure: "plain temp+rename write", unit: "files/s", sample: plain.write))
                 report.add(Row(workload: label, measure: "plain read", unit: "files/s", sample: plain.read))
                 let target = durable && clients == 8 ? ">= 0.8x plain with fsync" : ""
                 report.add(Row(workload: label, measure: "protd write", unit: "files/s", sample: writeRate, target: target,
                                met: target.isEmpty ? nil : writeRate.median >= 0.8 * plain.write.median))
                 report.add(Row(workload: label, measure: "protd read", unit: "files/s", sample: readRate))
+                if clients == 8 && !durable { try compareWithGocryptfs(label: label, protdWrite: writeRate.median, content: content) }
             }
         }
-        report.skip("small files against gocryptfs: needs FUSE")
+    }
+
+    /// The same 8-thread small-file load on gocryptfs.
+    private func compareWithGocryptfs(label: String, protdWrite: Double, content: [UInt8]) throws {
+        let mount: GocryptfsMount
+        do {
+            mount = try GocryptfsMount.mount(in: options.dir)
+        } catch {
+            report.skip("small files on gocryptfs: \(error)")
+            return
+        }
+        defer { mount.unmount() }
+        let peer = try plainFiles(base: mount.mountPoint + "/small", content: content, threads: 8, durable: false)
+        report.add(Row(workload: label, measure: "gocryptfs temp+rename write", unit: "files/s", sample: peer.write))
+        report.add(Row(workload: label, measure: "protd write / gocryptfs write", unit: "x",
+                       sample: Sample(values: [protdWrite / peer.write.median]), target: ">= 1.5x",
+                       met: protdWrite / peer.write.median >= 1.5))
     }
 
     /// Plain files with the same concurrency: write to a temporary name,
     /// optionally fsync, rename; then read each back.
-    private func plainFiles(content: [UInt8], threads: Int, durable: Bool) throws -> (write: Sample, read: Sample) {
-        let base = options.dir + "/protd-bench-small-\(getpid())"
+    private func plainFiles(base: String, content: [UInt8], threads: Int, durable: Bool) throws -> (write: Sample, read: Sample) {
         defer { try? FileManager.default.removeItem(atPath: base) }
         let perThread = options.files / threads
         for thread in 0..<threads { try FileManager.default.createDirectory(atPath: "\(base)/\(thread)", withIntermediateDirectories: true) }

@@ -25,12 +25,19 @@ public final class SpawnedProcess: @unchecked Sendable {
         pid = child
     }
 
-    /// Sends `signal` and waits up to `timeout` seconds; returns the exit
-    /// status, or nil if it had to be killed.
+    /// Waits up to `timeout` seconds for the child to exit by itself;
+    /// returns its exit status, or nil (killed) after the timeout.
+    @discardableResult
+    public func wait(timeout: Double = 30) -> Int32? {
+        stop(signal: 0, timeout: timeout)
+    }
+
+    /// Sends `signal` (0: none) and waits up to `timeout` seconds; returns
+    /// the exit status, or nil if it had to be killed.
     @discardableResult
     public func stop(signal: Int32 = 15, timeout: Double = 15) -> Int32? {
         if let exitStatus { return exitStatus }
-        kill(pid, signal)
+        if signal != 0 { kill(pid, signal) }
         let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
         while Date() < deadline {

@@ -59,7 +59,7 @@ run: deps
 ## docs/benchmarks.json. Extra flags: make bench ARGS="--size-mib 256 --dir /var/tmp".
 ARGS ?=
 bench: bench-deps
-	$(SWIFT) build -c release --product protd --product protctl --product protd-bench
+	$(SWIFT) build -c release
 	"$$($(SWIFT) build -c release --show-bin-path)/protd-bench" --markdown docs/BENCHMARKS.md --json docs/benchmarks.json $(ARGS)
 
 ## Peers for the comparison (age; gocryptfs and fuse3 where FUSE works), when root.

@@ -13,8 +13,11 @@ final class EncryptedFile {
     private let layout: SegmentLayout
     /// Plaintext size in bytes.
     private(set) var size: Int
-    private var plain: [UInt8]
-    private var stored: [UInt8]
+    /// One segment of plaintext and of ciphertext, allocated for the span
+    /// of one operation only, so idle open files cost no buffer memory
+    /// (10,000 open handles would otherwise hold 1.3 GB).
+    private var plain: [UInt8] = []
+    private var stored: [UInt8] = []
     private var closed = false
 
     private init(fd: Int32, path: String, header: FileHeader, key: FileKey, size: Int) {
@@ -24,8 +27,6 @@ final class EncryptedFile {
         self.key = key
         self.layout = SegmentLayout(segmentSize: header.segmentSize)
         self.size = size
-        self.plain = [UInt8](repeating: 0, count: header.segmentSize)
-        self.stored = [UInt8](repeating: 0, count: header.segmentSize + SegmentLayout.overhead)
     }
 
     /// Writes a new, empty file into `fd` (header and one empty final
@@ -38,6 +39,7 @@ final class EncryptedFile {
         let (key, header) = try FileKey.newFile(protection: protection, segmentSize: segmentSize, keys: keys)
         try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
         let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0)
+        defer { file.releaseBuffers() }
         do {
             try file.sealAndWrite(index: 0, length: 0, final: true)
             try Posix.truncate(fd, to: file.layout.fileLength(forSize: 0), path: path)
@@ -59,6 +61,7 @@ final class EncryptedFile {
             throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
         }
         let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: size)
+        defer { file.releaseBuffers() }
         do {
             _ = try file.readAndOpen(index: layout.lastIndex(forSize: size))
         } catch {
@@ -79,6 +82,7 @@ final class EncryptedFile {
     /// Up to `count` bytes from `offset` (fewer at end of file).
     func read(offset: Int, count: Int) throws -> [UInt8] {
         try checkOpen()
+        defer { releaseBuffers() }
         guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
         guard offset < size, count > 0 else { return [] }
         let end = offset + min(count, size - offset)
@@ -98,6 +102,7 @@ final class EncryptedFile {
     /// when it ends past the current size.
     func write(_ data: UnsafeRawBufferPointer, at offset: Int) throws {
         try checkOpen()
+        defer { releaseBuffers() }
         try Self.checkRange(offset, data.count)
         guard data.count > 0 else { return }
         try rewrite(from: offset, count: data.count, data: data)
@@ -106,6 +111,7 @@ final class EncryptedFile {
     /// Cuts the file to `newSize`, or grows it with zeros.
     func truncate(to newSize: Int) throws {
         try checkOpen()
+        defer { releaseBuffers() }
         try Self.checkRange(newSize, 0)
         if newSize > size {
             try rewrite(from: size, count: newSize - size, data: nil)
@@ -154,7 +160,22 @@ final class EncryptedFile {
     private func release() {
         closed = true
         key.wipe()
+        releaseBuffers()
+    }
+
+    /// Allocates the segment buffers if this operation has none yet.
+    private func ensureBuffers() {
+        if plain.isEmpty {
+            plain = [UInt8](repeating: 0, count: header.segmentSize)
+            stored = [UInt8](repeating: 0, count: header.segmentSize + SegmentLayout.overhead)
+        }
+    }
+
+    /// Zeroes the plaintext buffer and frees both.
+    private func releaseBuffers() {
         zeroFill(&plain)
+        plain = []
+        stored = []
     }
 
     /// Whether the key was wiped from under the file (lock invalidation).
@@ -168,6 +189,7 @@ final class EncryptedFile {
     /// plus the segment that stops being final when the file grows. `data`
     /// nil means zeros.
     private func rewrite(from offset: Int, count: Int, data: UnsafeRawBufferPointer?) throws {
+        ensureBuffers()
         let oldSize = size
         let end = offset + count
         let newSize = max(oldSize, end)
@@ -204,6 +226,7 @@ final class EncryptedFile {
     /// Reads and decrypts segment `index` of the current size into `plain`;
     /// returns its plaintext length.
     private func readAndOpen(index: Int) throws -> Int {
+        ensureBuffers()
         let length = layout.plaintextLength(ofSegment: index, size: size)
         let storedLength = length + SegmentLayout.overhead
         let final = index == layout.lastIndex(forSize: size)
@@ -222,6 +245,7 @@ final class EncryptedFile {
 
     /// Encrypts `plain[0..<length]` as segment `index` and writes it.
     private func sealAndWrite(index: Int, length: Int, final: Bool) throws {
+        ensureBuffers()
         let storedLength = length + SegmentLayout.overhead
         try stored.withUnsafeMutableBytes { storedBuffer in
             let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength])

@@ -2,7 +2,7 @@ import ArgumentParser
 
 /// What to run and how big.
 struct BenchOptions: ParsableArguments {
-    @Option(help: "Size of the large-file workload in MiB.")
+    @Option(name: .customLong("size-mib"), help: "Size of the large-file workload in MiB.")
     var sizeMiB = 1024
 
     @Option(help: "Number of small files.")

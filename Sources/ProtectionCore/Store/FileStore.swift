@@ -6,21 +6,36 @@ internal import Glibc
 struct FileStore: Sendable {
     /// The store root (`<state>/store`).
     let root: String
+    /// Namespaces whose directories exist already: checking them on every
+    /// operation cost two mkdir calls per path component.
+    private let preparedNamespaces = LockedState<Set<UInt32>>([])
+
+    init(root: String) {
+        self.root = root
+    }
 
     func filesDirectory(_ namespace: Namespace) -> String { "\(root)/\(namespace.uid)/files" }
     func scratchDirectory(_ namespace: Namespace) -> String { "\(root)/\(namespace.uid)/tmp" }
 
     /// The path of `name`, after making sure its namespace exists.
     func path(for name: FileName, in namespace: Namespace) throws -> String {
-        try Posix.makeDirectories(scratchDirectory(namespace))
-        try Posix.makeDirectories(filesDirectory(namespace))
+        if !preparedNamespaces.withLock({ $0.contains(namespace.uid) }) {
+            try Posix.makeDirectories(scratchDirectory(namespace))
+            try Posix.makeDirectories(filesDirectory(namespace))
+            preparedNamespaces.withLock { _ = $0.insert(namespace.uid) }
+        }
         return filesDirectory(namespace) + "/" + name.value
+    }
+
+    /// Forgets which namespaces exist (after everything was removed).
+    func forgetNamespaces() {
+        preparedNamespaces.withLock { $0.removeAll() }
     }
 
     /// Like `path(for:in:)`, also creating the name's parent directories.
     func pathCreatingParents(for name: FileName, in namespace: Namespace) throws -> String {
         let path = try path(for: name, in: namespace)
-        try Posix.makeDirectories(AtomicFileWriter.parent(of: path))
+        if name.value.contains("/") { try Posix.makeDirectories(AtomicFileWriter.parent(of: path)) }
         return path
     }
 
@@ -84,6 +99,7 @@ struct FileStore: Sendable {
 
     /// Removes every namespace and file (erase).
     func removeEverything() throws {
+        defer { forgetNamespaces() }
         try Posix.removeTree(root)
     }
 }

@@ -42,6 +42,11 @@ enum BenchEnvironment {
         facts["os"] = ((try? String(contentsOfFile: "/etc/debian_version", encoding: .utf8)) ?? "?")
             .trimmingCharacters(in: .whitespacesAndNewlines)
         facts["libsodium"] = (try? run("/usr/bin/dpkg-query", ["-W", "-f=${Version}", "libsodium23"]).stdout) ?? "?"
+        if let gocryptfs = which("gocryptfs") {
+            facts["gocryptfs"] = (try? run(gocryptfs, ["-version"]).stdout.split(separator: "\n").first.map(String.init)) ?? "?"
+        }
+        facts["kernel"] = (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
         if let age = which("age") { facts["age"] = (try? run(age, ["--version"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? "?" }
         facts["settings"] = "size \(options.sizeMiB) MiB, \(options.files) small files, \(options.repetitions) repetitions, "
             + "\(options.subscribers) subscribers, \(options.handles) handles"

@@ -41,6 +41,16 @@ final class GocryptfsMount {
         return mount
     }
 
+    /// Mounts one, or records in `report` why it cannot and returns nil.
+    static func mountOrSkip(in directory: String, report: Report, what: String) -> GocryptfsMount? {
+        do {
+            return try mount(in: directory)
+        } catch {
+            report.skip("\(what): \(error)")
+            return nil
+        }
+    }
+
     /// Unmounts and removes everything.
     func unmount() {
         if let fusermount = BenchEnvironment.which("fusermount3") {

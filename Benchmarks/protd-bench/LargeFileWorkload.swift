@@ -104,11 +104,7 @@ struct LargeFileWorkload {
 
     /// gocryptfs (FUSE) with the same 1 MiB writes and reads.
     private func gocryptfs(protdWrite: Double, protdRead: Double, content: [UInt8], chunks: Int) throws {
-        let mount: GocryptfsMount
-        do {
-            mount = try GocryptfsMount.mount(in: options.dir)
-        } catch {
-            report.skip("\(error)")
+        guard let mount = GocryptfsMount.mountOrSkip(in: options.dir, report: report, what: "large file on gocryptfs") else {
             return
         }
         defer { mount.unmount() }

@@ -57,11 +57,7 @@ struct SmallFilesWorkload {
 
     /// The same 8-thread small-file load on gocryptfs.
     private func compareWithGocryptfs(label: String, protdWrite: Double, content: [UInt8]) throws {
-        let mount: GocryptfsMount
-        do {
-            mount = try GocryptfsMount.mount(in: options.dir)
-        } catch {
-            report.skip("small files on gocryptfs: \(error)")
+        guard let mount = GocryptfsMount.mountOrSkip(in: options.dir, report: report, what: "small files on gocryptfs") else {
             return
         }
         defer { mount.unmount() }

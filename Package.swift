@@ -56,7 +56,7 @@ let package = Package(
         .target(
             name: "ProtectionConfiguration",
             dependencies: [
-                "ProtectionCore", "Sodium",
+                "ProtectionCore", "ProtectionWire", "Sodium",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
             ],

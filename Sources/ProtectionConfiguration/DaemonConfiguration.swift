@@ -1,4 +1,5 @@
 public import Logging
+internal import ProtectionWire
 public import ProtectionCore
 public import Sodium
 
@@ -124,8 +125,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         /// Largest frame: 1 GiB.
         static let maximumFrameBytes = 1 << 30
         /// Smallest frame.
-        /// One 256 KiB content chunk plus room for its fields (ProtectionWire.WireProtocol.minimumFrameLength).
-        static let minimumFrameBytes = 266_240
+        /// One content chunk plus room for its fields.
+        static let minimumFrameBytes = WireProtocol.minimumFrameLength
         /// Segment sizes the file format accepts (`SegmentLayout`).
         static let segmentSizes = 1024...(16 << 20)
         /// `sizeof(sockaddr_un.sun_path) - 1` on Linux.

@@ -1,4 +1,5 @@
 internal import Glibc
+internal import ProtectionCore
 
 /// Preparing the socket path: the directory, refusing to steal the socket
 /// of a daemon that is still serving, and the final mode and group.
@@ -10,7 +11,7 @@ enum ListeningSocket {
             throw DaemonStartupError("socket path \(path) is longer than the 107 bytes a Unix socket address holds")
         }
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            try makeDirectory(String(path[..<slash]))
+            try Posix.makeDirectories(String(path[..<slash]), mode: 0o755)
         }
         var info = stat()
         guard lstat(path, &info) == 0 else { return }
@@ -48,16 +49,6 @@ enum ListeningSocket {
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return UnixSocketAddress.with(path: path) { connect(fd, $0, $1) == 0 } ?? false
-    }
-
-    private static func makeDirectory(_ path: String) throws {
-        var current = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            current += "/" + component
-            if mkdir(current, 0o755) != 0 && errno != EEXIST {
-                throw DaemonStartupError("could not create \(current): \(String(cString: strerror(errno)))")
-            }
-        }
     }
 }
 

@@ -18,16 +18,6 @@ public enum DeviceSecret {
         case file(path: String)
     }
 
-    /// The systemd credential when `credentialsDirectory` holds one,
-    /// otherwise `fallbackPath`.
-    public static func source(credentialsDirectory: String?, fallbackPath: String) -> Source {
-        if let directory = credentialsDirectory, !directory.isEmpty {
-            let path = directory + "/" + credentialName
-            if Posix.exists(path) { return .credential(path: path) }
-        }
-        return .file(path: fallbackPath)
-    }
-
     /// Reads the secret from `source`, creating the fallback file when
     /// absent. The bytes go straight from the file into guarded memory.
     public static func load(from source: Source) throws -> SecretBytes {

@@ -2,7 +2,7 @@ internal import Glibc
 
 /// Thin, typed wrappers over the POSIX calls the store uses. Each failure
 /// becomes a `ProtectionError` naming the operation and the OS reason.
-enum Posix {
+package enum Posix {
     /// The error for a failed call on `path`. Only the last path component
     /// is named, so messages that reach clients do not reveal the daemon's
     /// directory layout.
@@ -84,14 +84,15 @@ enum Posix {
         guard Glibc.unlink(path) == 0 else { throw error("delete", path) }
     }
 
-    /// Creates `path` and any missing parents with mode 0700; each new
-    /// directory's parent is fsynced so the entry survives a crash.
-    static func makeDirectories(_ path: String) throws {
+    /// Creates `path` and any missing parents with `mode` (0700 unless
+    /// given); each new directory's parent is fsynced so the entry survives
+    /// a crash.
+    package static func makeDirectories(_ path: String, mode: UInt32 = 0o700) throws {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             let parent = current.isEmpty ? "/" : current
             current += "/" + component
-            if mkdir(current, 0o700) == 0 {
+            if mkdir(current, mode_t(mode)) == 0 {
                 try fsyncDirectory(parent)
             } else if errno != EEXIST {
                 throw error("create directory", current)

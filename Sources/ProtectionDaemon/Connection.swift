@@ -278,11 +278,15 @@ final class Connection {
         var position = try Self.offset(offset)
         var remaining = length
         while remaining > 0 {
-            let bytes = try handle.read(offset: position, count: Int(min(remaining, UInt64(WireProtocol.chunkSize))))
-            if bytes.isEmpty { break }
-            try await send(.dataChunk(ByteBuffer(bytes: bytes)), id: id)
-            position += bytes.count
-            remaining -= UInt64(bytes.count)
+            let wanted = Int(min(remaining, UInt64(WireProtocol.chunkSize)))
+            var chunk = ByteBufferAllocator().buffer(capacity: wanted)
+            let count = try chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { buffer in
+                try handle.read(offset: position, count: wanted, into: buffer)
+            }
+            if count == 0 { break }
+            try await send(.dataChunk(chunk), id: id)
+            position += count
+            remaining -= UInt64(count)
         }
         try await send(.end, id: id)
     }

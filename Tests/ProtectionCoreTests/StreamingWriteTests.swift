@@ -21,6 +21,40 @@ struct StreamingWriteTests {
         #expect(try fixture.store.read(fixture.name("streamed"), in: fixture.namespace) == content)
     }
 
+    @Test("pieces of mixed sizes, some spanning more segments than one sealing batch, read back exactly")
+    func mixedPiecesAcrossBatches() throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        var random = SeededGenerator(seed: 42)
+        let content = (0..<(300 * 1024 + 5)).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let sizes = [1, 1023, 1024, 1025, 70_000, 150_000, 3]
+        let pending = try fixture.store.beginWrite(to: fixture.name("mixed"), in: fixture.namespace, durable: false)
+        var offset = 0
+        var turn = 0
+        while offset < content.count {
+            let end = min(content.count, offset + sizes[turn % sizes.count])
+            try pending.append(Array(content[offset..<end]))
+            offset = end
+            turn += 1
+        }
+        #expect(try pending.commit() == content.count)
+        #expect(try fixture.store.read(fixture.name("mixed"), in: fixture.namespace) == content)
+    }
+
+    @Test("any byte range of a many-segment file reads back exactly those bytes")
+    func rangesOfManySegments() throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        var random = SeededGenerator(seed: 7)
+        let content = (0..<(20 * 1024 + 7)).map { _ in UInt8.random(in: 0...255, using: &random) }
+        try fixture.store.write(content, to: fixture.name("ranges"), in: fixture.namespace)
+        for _ in 0..<200 {
+            let offset = Int.random(in: 0...(content.count + 10), using: &random)
+            let count = Int.random(in: 0...(8 * 1024), using: &random)
+            let expected = offset < content.count ? Array(content[offset..<min(content.count, offset + count)]) : []
+            let read = try fixture.store.read(fixture.name("ranges"), in: fixture.namespace, offset: offset, count: count)
+            #expect(read == expected, "offset \(offset), count \(count)")
+        }
+    }
+
     @Test("an exact multiple of the segment size ends with a full final segment")
     func exactMultiple() throws {
         let fixture = try StoreFixture(segmentSize: 1024)

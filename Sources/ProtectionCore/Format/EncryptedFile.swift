@@ -82,20 +82,70 @@ final class EncryptedFile {
     /// Up to `count` bytes from `offset` (fewer at end of file).
     func read(offset: Int, count: Int) throws -> [UInt8] {
         try checkOpen()
-        defer { releaseBuffers() }
         guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
-        guard offset < size, count > 0 else { return [] }
-        let end = offset + min(count, size - offset)
-        var result = [UInt8]()
-        result.reserveCapacity(end - offset)
-        for index in (offset / layout.segmentSize)...((end - 1) / layout.segmentSize) {
-            let start = index * layout.segmentSize
-            let length = try readAndOpen(index: index)
-            let from = max(offset, start) - start
-            let to = min(end, start + length) - start
-            result.append(contentsOf: plain[from..<to])
+        let available = offset < size ? min(count, size - offset) : 0
+        return try [UInt8](unsafeUninitializedCapacity: available) { buffer, initialized in
+            initialized = try read(offset: offset, count: available, into: UnsafeMutableRawBufferPointer(buffer))
         }
-        return result
+    }
+
+    /// Decrypts up to `count` bytes from `offset` (fewer at end of file)
+    /// into `destination`, which must hold them; returns how many. The
+    /// segments are read and opened on every core, each straight into
+    /// `destination` when the range covers it whole. On failure nothing
+    /// decrypted is left in `destination`.
+    func read(offset: Int, count: Int, into destination: UnsafeMutableRawBufferPointer) throws -> Int {
+        try checkOpen()
+        guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
+        guard offset < size, count > 0 else { return 0 }
+        let end = offset + min(count, size - offset)
+        precondition(destination.count >= end - offset, "destination too small for the bytes requested")
+        let first = offset / layout.segmentSize
+        let last = (end - 1) / layout.segmentSize
+        let lastOfFile = layout.lastIndex(forSize: size)
+        do {
+            try key.holdingAccess {
+                try SegmentParallelism.forEach(last - first + 1) { position in
+                    let index = first + position
+                    let start = index * layout.segmentSize
+                    let length = layout.plaintextLength(ofSegment: index, size: size)
+                    let from = max(offset, start) - start
+                    let to = min(end, start + length) - start
+                    let target = UnsafeMutableRawBufferPointer(
+                        rebasing: destination[(start + from - offset)..<(start + to - offset)])
+                    try readSegment(index, length: length, final: index == lastOfFile, range: from..<to, into: target)
+                }
+            }
+        } catch {
+            _ = memset(destination.baseAddress!, 0, end - offset)
+            throw error
+        }
+        return end - offset
+    }
+
+    /// Reads and opens segment `index` (`length` plaintext bytes) with its
+    /// own buffers, so several can run at once, and copies its bytes
+    /// `range` into `target`.
+    private func readSegment(
+        _ index: Int, length: Int, final: Bool, range: Range<Int>, into target: UnsafeMutableRawBufferPointer
+    ) throws {
+        let stored = UnsafeMutableRawBufferPointer.allocate(byteCount: length + SegmentLayout.overhead, alignment: 16)
+        defer { stored.deallocate() }
+        guard try Posix.pread(fd, into: stored, at: layout.offset(ofSegment: index), path: path) == stored.count else {
+            throw ProtectionError.integrity("segment \(index) is truncated")
+        }
+        if range == 0..<length {
+            try key.openSegment(UnsafeRawBufferPointer(stored), index: index, final: final, fileID: header.fileID,
+                                into: target)
+            return
+        }
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 16)
+        defer {
+            _ = memset(plain.baseAddress!, 0, length)
+            plain.deallocate()
+        }
+        try key.openSegment(UnsafeRawBufferPointer(stored), index: index, final: final, fileID: header.fileID, into: plain)
+        target.copyMemory(from: UnsafeRawBufferPointer(rebasing: plain[range]))
     }
 
     /// Writes `data` at `offset`, growing the file (with zeros in any gap)
@@ -163,11 +213,14 @@ final class EncryptedFile {
         releaseBuffers()
     }
 
-    /// Allocates the segment buffers if this operation has none yet.
-    private func ensureBuffers() {
-        if plain.isEmpty {
-            plain = [UInt8](repeating: 0, count: header.segmentSize)
-            stored = [UInt8](repeating: 0, count: header.segmentSize + SegmentLayout.overhead)
+    /// Makes the segment buffers big enough for `length` plaintext bytes
+    /// (a small file never pays for a whole segment of buffer).
+    private func ensureBuffers(for length: Int) {
+        if plain.count < length || plain.isEmpty {
+            zeroFill(&plain)
+            let capacity = max(length, min(layout.segmentSize, 4096))
+            plain = [UInt8](repeating: 0, count: capacity)
+            stored = [UInt8](repeating: 0, count: capacity + SegmentLayout.overhead)
         }
     }
 
@@ -189,10 +242,10 @@ final class EncryptedFile {
     /// plus the segment that stops being final when the file grows. `data`
     /// nil means zeros.
     private func rewrite(from offset: Int, count: Int, data: UnsafeRawBufferPointer?) throws {
-        ensureBuffers()
         let oldSize = size
         let end = offset + count
         let newSize = max(oldSize, end)
+        ensureBuffers(for: min(layout.segmentSize, newSize))
         var first = offset / layout.segmentSize
         if newSize > oldSize { first = min(first, layout.lastIndex(forSize: oldSize)) }
         let last = layout.lastIndex(forSize: newSize)
@@ -226,8 +279,8 @@ final class EncryptedFile {
     /// Reads and decrypts segment `index` of the current size into `plain`;
     /// returns its plaintext length.
     private func readAndOpen(index: Int) throws -> Int {
-        ensureBuffers()
         let length = layout.plaintextLength(ofSegment: index, size: size)
+        ensureBuffers(for: length)
         let storedLength = length + SegmentLayout.overhead
         let final = index == layout.lastIndex(forSize: size)
         try stored.withUnsafeMutableBytes { storedBuffer in
@@ -245,7 +298,7 @@ final class EncryptedFile {
 
     /// Encrypts `plain[0..<length]` as segment `index` and writes it.
     private func sealAndWrite(index: Int, length: Int, final: Bool) throws {
-        ensureBuffers()
+        ensureBuffers(for: length)
         let storedLength = length + SegmentLayout.overhead
         try stored.withUnsafeMutableBytes { storedBuffer in
             let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength])

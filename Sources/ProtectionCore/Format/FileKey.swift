@@ -125,6 +125,13 @@ final class FileKey: Sendable {
         }
     }
 
+    /// Keeps the key readable for the whole of `body`, so the segments it
+    /// seals or opens share one memory-protection change instead of one
+    /// each. Throws `secretWiped` once the key is wiped.
+    func holdingAccess<R>(_ body: () throws -> R) throws -> R {
+        try secret.withUnsafeBytes { _ in try body() }
+    }
+
     /// Zeroes the key; later use throws.
     func wipe() { secret.wipe() }
 

@@ -2,18 +2,26 @@ internal import Glibc
 internal import Sodium
 
 /// Writes a new protected file front to back from a stream of bytes: the
-/// header, then each segment as soon as it is full and known not to be the
-/// last, then the final segment on `finish()`. Every byte is encrypted
-/// once, whatever the sizes of the pieces appended, and memory stays at one
-/// segment.
+/// header, then every segment as soon as it is full and known not to be the
+/// last, then the final segment on `finish()`. Full segments are sealed
+/// straight from the caller's bytes, on every core, and written with one
+/// `pwrite` per append; only the tail that might be final is copied and
+/// held back. Every byte is encrypted once, whatever the sizes of the
+/// pieces appended.
 final class SegmentStreamWriter {
+    /// Most segments sealed and written together (4 MiB at the default
+    /// segment size), which bounds the sealed buffer.
+    static let maximumBatch = 64
+
     private let fd: Int32
     private let path: String
     private let key: FileKey
     private let header: FileHeader
     private let layout: SegmentLayout
-    private var pending: [UInt8]
-    private var stored: [UInt8]
+    /// Plaintext of the last, possibly final segment (at most one segment).
+    private var pending: [UInt8] = []
+    /// Sealed segments on their way to disk; reused between appends.
+    private var sealed: [UInt8] = []
     private var nextIndex = 0
     /// Plaintext bytes appended so far.
     private(set) var size = 0
@@ -24,9 +32,6 @@ final class SegmentStreamWriter {
         self.path = path
         (key, header) = try FileKey.newFile(protection: protection, segmentSize: segmentSize, keys: keys)
         layout = SegmentLayout(segmentSize: segmentSize)
-        pending = []
-        pending.reserveCapacity(segmentSize)
-        stored = [UInt8](repeating: 0, count: segmentSize + SegmentLayout.overhead)
         try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
     }
 
@@ -35,12 +40,29 @@ final class SegmentStreamWriter {
         guard size <= EncryptedFile.maximumSize - bytes.count else {
             throw ProtectionError(.invalidArgument, "file would exceed \(EncryptedFile.maximumSize) bytes")
         }
-        var offset = 0
-        while offset < bytes.count {
-            if pending.count == layout.segmentSize { try flush(final: false) }
-            let take = min(layout.segmentSize - pending.count, bytes.count - offset)
-            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
-            offset += take
+        guard !bytes.isEmpty else { return }
+        let segmentSize = layout.segmentSize
+        // Top up the held-back segment first.
+        var offset = pending.isEmpty ? 0 : min(segmentSize - pending.count, bytes.count)
+        if offset > 0 { pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[..<offset])) }
+        // A full segment can be sealed once at least one byte follows it.
+        let sealPending = pending.count == segmentSize && offset < bytes.count
+        var direct: [Range<Int>] = []
+        while bytes.count - offset > segmentSize {
+            direct.append(offset..<(offset + segmentSize))
+            offset += segmentSize
+        }
+        if sealPending || !direct.isEmpty {
+            try pending.withUnsafeBytes { held in
+                var sources = sealPending ? [held] : []
+                sources += direct.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) }
+                try seal(sources, lastIsFinal: false)
+            }
+        }
+        if sealPending { clearPending() }
+        if offset < bytes.count {
+            if pending.isEmpty { pending.reserveCapacity(segmentSize) }
+            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
         }
         size += bytes.count
     }
@@ -48,7 +70,7 @@ final class SegmentStreamWriter {
     /// Writes the final segment and wipes the key.
     func finish() throws {
         defer { discard() }
-        try flush(final: true)
+        try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
     }
 
     /// Wipes only the key; safe from another thread (a lock invalidating
@@ -58,21 +80,40 @@ final class SegmentStreamWriter {
     /// Wipes the key and the buffered plaintext without finishing.
     func discard() {
         key.wipe()
-        zeroFill(&pending)
-        pending.removeAll()
+        clearPending()
     }
 
-    private func flush(final: Bool) throws {
-        let length = pending.count
-        try stored.withUnsafeMutableBytes { storedBuffer in
-            let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<(length + SegmentLayout.overhead)])
-            try pending.withUnsafeBytes { plain in
-                try key.sealSegment(plain, index: nextIndex, final: final, fileID: header.fileID, into: region)
+    /// Seals `sources` as the next segments, in parallel, and writes them
+    /// in batches of neighbouring segments with one `pwrite` each.
+    private func seal(_ sources: [UnsafeRawBufferPointer], lastIsFinal: Bool) throws {
+        let stride = layout.storedSegmentSize
+        try key.holdingAccess {
+            for batchStart in Swift.stride(from: 0, to: sources.count, by: Self.maximumBatch) {
+                let batch = sources[batchStart..<min(sources.count, batchStart + Self.maximumBatch)]
+                let first = nextIndex
+                let storedBytes = (batch.count - 1) * stride + batch.last!.count + SegmentLayout.overhead
+                if sealed.count < storedBytes { sealed = [UInt8](repeating: 0, count: storedBytes) }
+                try sealed.withUnsafeMutableBytes { output in
+                    let fileID = header.fileID
+                    try SegmentParallelism.forEach(batch.count) { position in
+                        let plain = batch[batchStart + position]
+                        let index = first + position
+                        let region = UnsafeMutableRawBufferPointer(
+                            rebasing: output[(position * stride)..<(position * stride + plain.count + SegmentLayout.overhead)])
+                        try key.sealSegment(plain, index: index,
+                                            final: lastIsFinal && batchStart + position == sources.count - 1,
+                                            fileID: fileID, into: region)
+                    }
+                    try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: output[..<storedBytes]),
+                                     at: layout.offset(ofSegment: first), path: path)
+                }
+                nextIndex += batch.count
             }
-            try Posix.pwrite(fd, UnsafeRawBufferPointer(region), at: layout.offset(ofSegment: nextIndex), path: path)
         }
+    }
+
+    private func clearPending() {
         zeroFill(&pending)
         pending.removeAll(keepingCapacity: true)
-        nextIndex += 1
     }
 }

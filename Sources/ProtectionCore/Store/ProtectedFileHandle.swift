@@ -36,6 +36,12 @@ public final class ProtectedFileHandle: Sendable {
         try withFile { try $0.read(offset: offset, count: count) }
     }
 
+    /// Decrypts up to `count` bytes from `offset` into `destination`
+    /// (which must hold them); returns how many, fewer at end of file.
+    public func read(offset: Int, count: Int, into destination: UnsafeMutableRawBufferPointer) throws -> Int {
+        try withFile { try $0.read(offset: offset, count: count, into: destination) }
+    }
+
     /// Writes `bytes` at `offset`, growing the file (zeros fill a gap).
     public func write(_ bytes: [UInt8], at offset: Int) throws {
         try withFile { file in try bytes.withUnsafeBytes { try file.write($0, at: offset) } }

@@ -103,10 +103,15 @@ let package = Package(
         .executableTarget(
             name: "protd-bench",
             dependencies: [
-                "DataProtection", "Sodium", "ProtectionTestSupport",
+                "DataProtection", "Sodium", "CSodium", "ProtectionTestSupport", "protd-bench-idle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/protd-bench",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "protd-bench-idle",
+            path: "Benchmarks/protd-bench-idle",
             swiftSettings: strictSettings
         ),
         .target(

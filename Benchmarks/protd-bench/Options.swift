@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// What to run and how big.
 struct BenchOptions: ParsableArguments {
@@ -20,6 +21,9 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Where files go: a tmpfs such as /dev/shm, or a disk directory.")
     var dir = "/dev/shm"
 
+    @Option(help: "Run only these workloads (comma-separated: memory, large, small, lock); all when absent.")
+    var only: String?
+
     @Flag(help: "Tiny sizes, one repetition: checks that everything runs (make test).")
     var quick = false
 
@@ -28,6 +32,12 @@ struct BenchOptions: ParsableArguments {
 
     @Option(help: "Write the raw figures as JSON here.")
     var json: String?
+
+    /// Whether `workload` (memory, large, small or lock) is to run.
+    func runs(_ workload: String) -> Bool {
+        guard let only else { return true }
+        return only.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == workload }
+    }
 
     /// Applies --quick.
     mutating func applyQuick() {

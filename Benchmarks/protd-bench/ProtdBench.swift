@@ -29,19 +29,23 @@ struct ProtdBench: AsyncParsableCommand {
                                        logLevel: "warning", parentDirectory: options.dir)
         let memory = MemoryWorkload(options: options, report: report)
         try await Task.sleep(for: .milliseconds(300))
-        try await memory.idleAndHandles(daemon: daemon)
+        if options.runs("memory") { try await memory.idleAndHandles(daemon: daemon) }
 
         let admin = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         try await admin.setPasscode("bench")
-        _ = try await LargeFileWorkload(options: options, report: report).run(daemon: daemon, client: admin)
-        try await SmallFilesWorkload(options: options, report: report).run(daemon: daemon)
-        let lock = LockWorkload(options: options, report: report)
-        try await lock.fanOut(daemon: daemon, admin: admin)
-        try await lock.unlock(admin: admin, costLabel: "Argon2id ops 2, 64 MiB")
-        try await lock.passwd(admin: admin)
+        if options.runs("large") {
+            _ = try await LargeFileWorkload(options: options, report: report).run(daemon: daemon, client: admin)
+        }
+        if options.runs("small") { try await SmallFilesWorkload(options: options, report: report).run(daemon: daemon) }
+        if options.runs("lock") {
+            let lock = LockWorkload(options: options, report: report)
+            try await lock.fanOut(daemon: daemon, admin: admin)
+            try await lock.unlock(admin: admin, costLabel: "Argon2id ops 2, 64 MiB")
+            try await lock.passwd(admin: admin)
+        }
         await admin.close()
         daemon.stop()
-        try memory.coldStart()
+        if options.runs("memory") { try memory.coldStart() }
 
         let command = "protd-bench " + CommandLine.arguments.dropFirst().joined(separator: " ")
         if let markdown = options.markdown {

@@ -34,9 +34,15 @@ enum Stopwatch {
 /// Resident memory of a process, from /proc.
 enum Memory {
     /// VmRSS of `pid` in MiB.
-    static func residentMiB(pid: Int32) -> Double {
+    static func residentMiB(pid: Int32) -> Double { statusMiB(pid: pid, field: "VmRSS:") }
+
+    /// RssAnon of `pid` in MiB: resident memory that is the process's own
+    /// data, not pages of its binary and libraries.
+    static func anonymousMiB(pid: Int32) -> Double { statusMiB(pid: pid, field: "RssAnon:") }
+
+    private static func statusMiB(pid: Int32, field: String) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return .nan }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        for line in status.split(separator: "\n") where line.hasPrefix(field) {
             return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan) / 1024
         }
         return .nan

@@ -38,6 +38,7 @@ enum BenchEnvironment {
         facts["memory"] = "\(ProcessInfo.processInfo.physicalMemory >> 30) GiB"
         facts["aes-ni"] = cpuinfo.contains(" aes ") ? "yes" : "no"
         facts["storage"] = options.dir
+        facts["storage for fsync rows"] = options.diskDir
         facts["date"] = ISO8601DateFormatter().string(from: Date())
         facts["os"] = ((try? String(contentsOfFile: "/etc/debian_version", encoding: .utf8)) ?? "?")
             .trimmingCharacters(in: .whitespacesAndNewlines)

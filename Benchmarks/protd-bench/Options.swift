@@ -24,6 +24,10 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Run only these workloads (comma-separated: memory, large, small, lock); all when absent.")
     var only: String?
 
+    @Option(name: .customLong("disk-dir"),
+            help: "A directory on a real disk for the fsync small-file rows (fsync on tmpfs does nothing).")
+    var diskDir = "/var/tmp"
+
     @Flag(help: "Tiny sizes, one repetition: checks that everything runs (make test).")
     var quick = false
 

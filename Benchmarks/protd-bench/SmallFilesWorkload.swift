@@ -9,49 +9,58 @@ struct SmallFilesWorkload {
     let report: Report
     static let size = 4096
 
+    /// The rows without fsync run against `daemon` in `--dir`; the fsync
+    /// rows against a second daemon, and plain files, in `--disk-dir`,
+    /// because fsync on tmpfs returns at once and would compare nothing.
     func run(daemon: DaemonProcess) async throws {
+        try await run(daemon: daemon, directory: options.dir, durable: false)
+        let diskDaemon = try DaemonProcess(gracePeriodSeconds: 30, logLevel: "warning", parentDirectory: options.diskDir)
+        defer { diskDaemon.stop() }
+        try await run(daemon: diskDaemon, directory: options.diskDir, durable: true)
+    }
+
+    private func run(daemon: DaemonProcess, directory: String, durable: Bool) async throws {
         let content = [UInt8](repeating: 0x33, count: Self.size)
-        for durable in [false, true] {
-            for clients in [1, 8] {
-                let label = "small files \(options.files) x 4 KiB, \(clients) client\(clients == 1 ? "" : "s")\(durable ? ", fsync" : "")"
-                let connections = try await (0..<clients).asyncMap { _ in try await DataProtectionClient.connect(socketPath: daemon.socketPath) }
-                let perClient = options.files / clients
-                let write = try await Stopwatch.sample(options.repetitions) {
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        for (index, client) in connections.enumerated() {
-                            group.addTask {
-                                for file in 0..<perClient {
-                                    try await client.file("small/\(index)/\(file)").write(content, protection: .completeUntilFirstUserAuthentication, durable: durable)
-                                }
+        for clients in [1, 8] {
+            let label = "small files \(options.files) x 4 KiB, \(clients) client\(clients == 1 ? "" : "s")"
+                + (durable ? ", fsync, on \(directory)" : "")
+            let connections = try await (0..<clients).asyncMap { _ in try await DataProtectionClient.connect(socketPath: daemon.socketPath) }
+            let perClient = options.files / clients
+            let write = try await Stopwatch.sample(options.repetitions) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (index, client) in connections.enumerated() {
+                        group.addTask {
+                            for file in 0..<perClient {
+                                try await client.file("small/\(index)/\(file)").write(content, protection: .completeUntilFirstUserAuthentication, durable: durable)
                             }
                         }
-                        try await group.waitForAll()
                     }
+                    try await group.waitForAll()
                 }
-                let read = try await Stopwatch.sample(options.repetitions) {
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        for (index, client) in connections.enumerated() {
-                            group.addTask {
-                                for file in 0..<perClient { _ = try await client.file("small/\(index)/\(file)").read() }
-                            }
-                        }
-                        try await group.waitForAll()
-                    }
-                }
-                for client in connections { await client.close() }
-                let files = Double(perClient * clients)
-                let writeRate = Sample(values: write.values.map { files / $0 })
-                let readRate = Sample(values: read.values.map { files / $0 })
-                let plain = try plainFiles(base: options.dir + "/protd-bench-small-\(getpid())", content: content,
-                                           threads: clients, durable: durable)
-                report.add(Row(workload: label, measure: "plain temp+rename write", unit: "files/s", sample: plain.write))
-                report.add(Row(workload: label, measure: "plain read", unit: "files/s", sample: plain.read))
-                let target = durable && clients == 8 ? ">= 0.8x plain with fsync" : ""
-                report.add(Row(workload: label, measure: "protd write", unit: "files/s", sample: writeRate, target: target,
-                               met: target.isEmpty ? nil : writeRate.median >= 0.8 * plain.write.median))
-                report.add(Row(workload: label, measure: "protd read", unit: "files/s", sample: readRate))
-                if clients == 8 && !durable { try compareWithGocryptfs(label: label, protdWrite: writeRate.median, content: content) }
             }
+            let read = try await Stopwatch.sample(options.repetitions) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (index, client) in connections.enumerated() {
+                        group.addTask {
+                            for file in 0..<perClient { _ = try await client.file("small/\(index)/\(file)").read() }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            for client in connections { await client.close() }
+            let files = Double(perClient * clients)
+            let writeRate = Sample(values: write.values.map { files / $0 })
+            let readRate = Sample(values: read.values.map { files / $0 })
+            let plain = try plainFiles(base: directory + "/protd-bench-small-\(getpid())", content: content,
+                                       threads: clients, durable: durable)
+            report.add(Row(workload: label, measure: "plain temp+rename write", unit: "files/s", sample: plain.write))
+            report.add(Row(workload: label, measure: "plain read", unit: "files/s", sample: plain.read))
+            let target = durable && clients == 8 ? ">= 0.8x plain with fsync" : ""
+            report.add(Row(workload: label, measure: "protd write", unit: "files/s", sample: writeRate, target: target,
+                           met: target.isEmpty ? nil : writeRate.median >= 0.8 * plain.write.median))
+            report.add(Row(workload: label, measure: "protd read", unit: "files/s", sample: readRate))
+            if clients == 8 && !durable { try compareWithGocryptfs(label: label, protdWrite: writeRate.median, content: content) }
         }
     }
 

@@ -59,7 +59,7 @@ public enum DeviceSecret {
     /// place, so a crash never leaves a short secret and two starts racing
     /// cannot both create one.
     private static func create(_ path: String) throws {
-        let directory = AtomicFileWriter.parent(of: path)
+        let directory = Posix.parentDirectory(of: path)
         try Posix.makeDirectories(directory)
         let secret = try SecretBytes.random(count: byteCount)
         let temporary = path + ".tmp-" + (try SecureRandomName.make())

@@ -201,7 +201,7 @@ public final class KeyBag {
 
     private func persist(_ updated: KeyBagRecord? = nil) throws {
         let bytes = try (updated ?? record).encode(macKey: deviceKeys.recordMAC)
-        try AtomicFileWriter(scratchDirectory: AtomicFileWriter.parent(of: path)).write(bytes, to: path, durable: true)
+        try AtomicFileWriter(scratchDirectory: Posix.parentDirectory(of: path)).write(bytes, to: path, durable: true)
     }
 
     private static func wrapPasscodeClasses(

@@ -35,7 +35,7 @@ struct FileStore: Sendable {
     /// Like `path(for:in:)`, also creating the name's parent directories.
     func pathCreatingParents(for name: FileName, in namespace: Namespace) throws -> String {
         let path = try path(for: name, in: namespace)
-        if name.value.contains("/") { try Posix.makeDirectories(AtomicFileWriter.parent(of: path)) }
+        if name.value.contains("/") { try Posix.makeDirectories(Posix.parentDirectory(of: path)) }
         return path
     }
 

@@ -22,12 +22,6 @@ struct AtomicFileWriter {
         try bytes.withUnsafeBytes { try Posix.pwrite(transaction.fd, $0, at: 0, path: transaction.temporaryPath) }
         try transaction.commit(durable: durable)
     }
-
-    /// The directory part of `path`.
-    static func parent(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
 }
 
 /// One atomic replacement in progress: write through `fd`, then `commit`
@@ -56,7 +50,7 @@ final class AtomicFileTransaction {
         try Posix.rename(temporaryPath, targetPath)
         finished = true
         close(fd)
-        if durable { try Posix.fsyncDirectory(AtomicFileWriter.parent(of: targetPath)) }
+        if durable { try Posix.fsyncDirectory(Posix.parentDirectory(of: targetPath)) }
     }
 
     /// Drops the temporary file. Harmless after `commit`.

@@ -88,16 +88,34 @@ package enum Posix {
     /// given); each new directory's parent is fsynced so the entry survives
     /// a crash.
     package static func makeDirectories(_ path: String, mode: UInt32 = 0o700) throws {
-        var current = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            let parent = current.isEmpty ? "/" : current
-            current += "/" + component
-            if mkdir(current, mode_t(mode)) == 0 {
+        // Try the deepest directory first: when it exists (the common case)
+        // this costs one system call instead of one per path component.
+        if mkdir(path, mode_t(mode)) == 0 {
+            try fsyncDirectory(parentDirectory(of: path))
+            return
+        }
+        switch errno {
+        case EEXIST:
+            return
+        case ENOENT:
+            let parent = parentDirectory(of: path)
+            guard parent != path else { throw error("create directory", path) }
+            try makeDirectories(parent, mode: mode)
+            if mkdir(path, mode_t(mode)) == 0 {
                 try fsyncDirectory(parent)
             } else if errno != EEXIST {
-                throw error("create directory", current)
+                throw error("create directory", path)
             }
+        default:
+            throw error("create directory", path)
         }
+    }
+
+    /// The directory containing `path`: "/" for "/a", "." for "a".
+    static func parentDirectory(of path: String) -> String {
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
     }
 
     /// Whether something exists at `path` (not following a final symlink).

@@ -51,8 +51,14 @@ public enum Argon2id {
         guard salt.count == saltByteCount else {
             throw SodiumError(.invalidLength, "an Argon2id salt is \(saltByteCount) bytes")
         }
-        return try SecretBytes(count: length) { out in
-            let status = try passcode.withUnsafeBytes { password in
+        // Argon2id reads the passcode and writes its output for the whole,
+        // deliberately slow, derivation: both get an allocation of their own
+        // so no shared slab of keys stays readable or writable meanwhile.
+        let ownPasscode = try SecretBytes(count: passcode.count, placement: .ownAllocation) { copy in
+            try passcode.withUnsafeBytes { copy.copyMemory(from: $0) }
+        }
+        return try SecretBytes(count: length, placement: .ownAllocation) { out in
+            let status = try ownPasscode.withUnsafeBytes { password in
                 crypto_pwhash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(length),
                               password.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(password.count),
                               salt, cost.operations, Int(cost.memoryBytes), crypto_pwhash_ALG_ARGON2ID13)

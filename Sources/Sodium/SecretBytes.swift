@@ -4,50 +4,80 @@ internal import Glibc
 /// The only owner of key material in protd.
 ///
 /// The bytes live in libsodium guarded memory (`sodium_malloc`: guard pages,
-/// `mlock`, excluded from core dumps) and are kept `PROT_NONE` while nobody
-/// reads them. `wipe()` zeroes the whole allocation and refuses any later use;
-/// `deinit` goes through the same wipe before `sodium_free`. The bytes are
-/// reachable only through `package` accessors, so no client of the package
-/// can copy them out.
+/// canary, `mlock`, excluded from core dumps) and are kept `PROT_NONE` while
+/// nobody reads them. `wipe()` zeroes every byte the secret owns and refuses
+/// any later use; `deinit` goes through the same wipe before the memory is
+/// given back. The bytes are reachable only through `package` accessors, so
+/// no client of the package can copy them out.
+///
+/// Small secrets (at most 64 bytes: file keys, class keys, X25519 secret
+/// keys) share slabs: one guarded region holds 1023 of them, one 64-byte slot
+/// each (`GuardedSlabAllocator`). Larger secrets get an allocation of their
+/// own. The trade, stated plainly: page protection works per region, so
+/// while any secret in a slab is being read, every other secret in that slab
+/// is readable too, and while one is being filled or wiped, all of them are
+/// writable. One allocation per secret avoided that but cost about 8 KiB of
+/// resident memory and five syscalls (mmap, mprotect, mlock, munlock,
+/// munmap) per open file for a 32-byte key; a slot costs 64 bytes and, when
+/// its slab is already in use, no syscall. Guard pages, canary, `mlock`,
+/// dump exclusion and zeroing on wipe are unchanged, and nested or
+/// overlapping reads of secrets in one slab share one `mprotect` pair.
+/// Secrets read or filled for a long time (Argon2id's passcode and output)
+/// take an allocation of their own so they do not hold a slab open.
 public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The number of secret bytes.
     public let count: Int
 
-    // Guarded by `mutex`; `pointer` itself never changes after init.
-    private let pointer: UnsafeMutableRawPointer
+    // `storage` never changes after init; `readers` and `wiped` are guarded
+    // by `mutex`.
+    private let storage: SecretStorage
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let readersDone = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var readers = 0
     private var wiped = false
-    /// Test hook: told, at the end of every wipe, whether every byte of the
-    /// allocation read back as zero.
+    /// Test hook: told, at the end of every wipe, whether every byte the
+    /// secret owns (its whole slot or allocation) read back as zero.
     package let wipeObserver: (@Sendable (_ allZero: Bool) -> Void)?
 
     /// Allocates `count` guarded bytes and lets `fill` write them once.
     /// The memory is zeroed first; if `fill` throws, it is wiped and freed.
-    package init(
+    package convenience init(
         count: Int,
         wipeObserver: (@Sendable (_ allZero: Bool) -> Void)? = nil,
         fill: (UnsafeMutableRawBufferPointer) throws -> Void
     ) throws {
-        self.wipeObserver = wipeObserver
-        try SodiumRuntime.ensureInitialised()
+        try self.init(count: count, placement: .automatic(.shared), wipeObserver: wipeObserver, fill: fill)
+    }
+
+    /// The one designated initialiser: `placement` says where the bytes go
+    /// (tests pass their own slab allocator).
+    init(
+        count: Int,
+        placement: SecretStorage.Placement,
+        wipeObserver: (@Sendable (_ allZero: Bool) -> Void)? = nil,
+        fill: (UnsafeMutableRawBufferPointer) throws -> Void
+    ) throws {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(readersDone, nil)
-        guard count > 0 else {
+        let storage: SecretStorage
+        do {
+            try SodiumRuntime.ensureInitialised()
+            guard count > 0 else {
+                throw SodiumError(.invalidLength, "a secret has at least one byte")
+            }
+            storage = try SecretStorage(count: count, placement: placement)
+        } catch {
             Self.release(mutex, readersDone)
-            throw SodiumError(.invalidLength, "a secret has at least one byte")
+            throw error
         }
-        guard let memory = sodium_malloc(count) else {
-            Self.release(mutex, readersDone)
-            throw SodiumError(.allocationFailed, "could not allocate \(count) bytes of guarded memory")
-        }
-        sodium_memzero(memory, count)
+        self.wipeObserver = wipeObserver
         self.count = count
-        self.pointer = memory
+        self.storage = storage
         // Every property is set: if `fill` throws, deinit wipes and frees.
-        defer { sodium_mprotect_noaccess(memory) }
-        try fill(UnsafeMutableRawBufferPointer(start: memory, count: count))
+        storage.region.beginWrite()
+        defer { storage.region.endWrite() }
+        sodium_memzero(storage.pointer, storage.capacity)
+        try fill(UnsafeMutableRawBufferPointer(start: storage.pointer, count: count))
     }
 
     /// A new secret of `count` bytes from libsodium's CSPRNG.
@@ -79,7 +109,8 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
     }
 
     /// Lends the bytes read-only for the duration of `body`. Several readers
-    /// may overlap; the memory goes back to `PROT_NONE` when the last ends.
+    /// may overlap, on this secret or on others in its slab; the memory goes
+    /// back to `PROT_NONE` when the last of them ends.
     /// Throws `secretWiped` once `wipe()` has run.
     package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         pthread_mutex_lock(mutex)
@@ -87,36 +118,36 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
             pthread_mutex_unlock(mutex)
             throw SodiumError(.secretWiped, "this key was wiped and can no longer be used")
         }
-        if readers == 0 { sodium_mprotect_readonly(pointer) }
+        if readers == 0 { storage.region.beginRead() }
         readers += 1
         pthread_mutex_unlock(mutex)
         defer {
             pthread_mutex_lock(mutex)
             readers -= 1
             if readers == 0 {
-                sodium_mprotect_noaccess(pointer)
+                storage.region.endRead()
                 pthread_cond_broadcast(readersDone)
             }
             pthread_mutex_unlock(mutex)
         }
-        return try body(UnsafeRawBufferPointer(start: pointer, count: count))
+        return try body(UnsafeRawBufferPointer(start: storage.pointer, count: count))
     }
 
-    /// Zeroes every byte now and refuses all later use. Waits for readers
-    /// that are already inside `withUnsafeBytes`, so nobody ever computes
-    /// with a half-wiped key. Calling it twice is harmless.
+    /// Zeroes every byte the secret owns now and refuses all later use.
+    /// Waits for readers that are already inside `withUnsafeBytes`, so nobody
+    /// ever computes with a half-wiped key. Calling it twice is harmless.
     public func wipe() {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         if wiped { return }
         wiped = true
         while readers > 0 { pthread_cond_wait(readersDone, mutex) }
-        sodium_mprotect_readwrite(pointer)
-        sodium_memzero(pointer, count)
-        if let wipeObserver {
-            wipeObserver(sodium_is_zero(pointer.assumingMemoryBound(to: UInt8.self), count) == 1)
-        }
-        sodium_mprotect_noaccess(pointer)
+        storage.region.beginWrite()
+        sodium_memzero(storage.pointer, storage.capacity)
+        let allZero = wipeObserver == nil
+            || sodium_is_zero(storage.pointer.assumingMemoryBound(to: UInt8.self), storage.capacity) == 1
+        storage.region.endWrite()
+        wipeObserver?(allZero)
     }
 
     /// Whether `wipe()` has run.
@@ -127,16 +158,23 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
     }
 
     #if DEBUG
-    /// A copy of the raw allocation, wiped or not, for tests that check a
-    /// wipe really zeroed the memory. Debug builds only.
+    /// A copy of the raw bytes, wiped or not, for tests that check a wipe
+    /// really zeroed the memory. Debug builds only.
     package func rawContentsForTesting() -> [UInt8] {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        sodium_mprotect_readonly(pointer)
-        defer { if readers == 0 { sodium_mprotect_noaccess(pointer) } }
-        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+        storage.region.beginRead()
+        defer { storage.region.endRead() }
+        return Array(UnsafeRawBufferPointer(start: storage.pointer, count: count))
     }
     #endif
+
+    /// Where the bytes live (a test hook).
+    var storageForTesting: SecretStorage { storage }
+
+    /// How many secrets live in how many shared slabs right now (a test and
+    /// benchmark hook; never shows any bytes).
+    package static var slabStatistics: GuardedSlabStatistics { GuardedSlabAllocator.shared.statistics }
 
     /// Constant-time equality of two secrets of the same length.
     public func constantTimeEquals(_ other: SecretBytes) throws -> Bool {
@@ -155,10 +193,9 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
     public var debugDescription: String { description }
 
     deinit {
+        // The wipe zeroed the whole slot or allocation, as release requires.
         wipe()
-        // sodium_free checks the canary inside the protected page.
-        sodium_mprotect_readwrite(pointer)
-        sodium_free(pointer)
+        storage.release()
         Self.release(mutex, readersDone)
     }
 

@@ -61,6 +61,14 @@ struct ProtctlEndToEndTests {
         let outputPath = directory.appending("out")
         #expect(try run(daemon, ["read", "notes/b", "--output", outputPath]).status == 0)
         #expect(try String(contentsOfFile: outputPath, encoding: .utf8) == "from a file")
+        #expect(try FileManager.default.attributesOfItem(atPath: outputPath)[.posixPermissions] as? Int == 0o600)
+        // A device is written in place, never replaced by a regular file.
+        #expect(try run(daemon, ["read", "notes/b", "--output", "/dev/null"]).status == 0)
+        #expect(try FileManager.default.attributesOfItem(atPath: "/dev/null")[.type] as? FileAttributeType == .typeCharacterSpecial)
+        // A failed read leaves an existing output file as it was, and no temporary file.
+        #expect(try run(daemon, ["read", "no/such", "--output", outputPath]).status == 66)
+        #expect(try String(contentsOfFile: outputPath, encoding: .utf8) == "from a file")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".protctl") }.isEmpty)
         let json = try run(daemon, ["--json", "read", "notes/a"])
         #expect(json.json?["base64"] as? String == Data("hello world".utf8).base64EncodedString())
 

@@ -34,18 +34,13 @@ struct Read: AsyncParsableCommand {
                 Output.json(["name": name, "size": content.count, "base64": Data(content).base64EncodedString()])
                 return
             }
-            let destination: FileHandle
             if let output {
-                guard FileManager.default.createFile(atPath: output, contents: nil),
-                      let handle = FileHandle(forWritingAtPath: output) else {
-                    throw CommandFailure(description: "cannot write \(output)", exitCode: 73)
-                }
-                destination = handle
+                let destination = try OutputFile(path: output)
+                for try await chunk in chunks { try destination.write(chunk) }
+                try destination.commit()
             } else {
-                destination = FileHandle.standardOutput
+                for try await chunk in chunks { FileHandle.standardOutput.write(Data(chunk)) }
             }
-            for try await chunk in chunks { destination.write(Data(chunk)) }
-            if output != nil { try destination.close() }
         }
     }
 }

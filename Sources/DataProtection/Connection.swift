@@ -57,6 +57,8 @@ final class Connection: Sendable {
         let asyncChannel: NIOAsyncChannel<Frame, Frame>
         do {
             asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.recvAllocator, value: WireProtocol.receiveBufferAllocator)
+                .channelOption(.socketOption(.so_sndbuf), value: WireProtocol.socketBufferBytes)
                 .connect(unixDomainSocketPath: path) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(

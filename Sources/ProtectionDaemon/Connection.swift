@@ -207,9 +207,14 @@ final class Connection {
             handles[number] = handle
             return .handleOpened(handle: number, protection: handle.protection ?? protection, size: UInt64(size))
         case .handleRead(let number, let offset, let length):
-            let bytes = try handle(number).read(offset: try Self.offset(offset),
-                                                count: min(Int(length), WireProtocol.chunkSize))
-            return .data(ByteBuffer(bytes: bytes))
+            let handle = try handle(number)
+            let start = try Self.offset(offset)
+            let wanted = min(Int(length), WireProtocol.chunkSize)
+            let (frame, _) = try Response.dataFrame(chunk: false, requestID: id, capacity: wanted) { buffer in
+                try handle.read(offset: start, count: wanted, into: buffer)
+            }
+            try await outbound.write(frame)
+            return nil
         case .handleWrite(let number, let offset, let data):
             let handle = try handle(number)
             try handle.write(Array(buffer: data), at: try Self.offset(offset))
@@ -279,12 +284,11 @@ final class Connection {
         var remaining = length
         while remaining > 0 {
             let wanted = Int(min(remaining, UInt64(WireProtocol.chunkSize)))
-            var chunk = ByteBufferAllocator().buffer(capacity: wanted)
-            let count = try chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { buffer in
+            let (frame, count) = try Response.dataFrame(chunk: true, requestID: id, capacity: wanted) { buffer in
                 try handle.read(offset: position, count: wanted, into: buffer)
             }
             if count == 0 { break }
-            try await send(.dataChunk(chunk), id: id)
+            try await outbound.write(frame)
             position += count
             remaining -= UInt64(count)
         }

@@ -45,7 +45,10 @@ public final class DaemonServer: Service {
                 return (peer, try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: channel))
             }
         }
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).serverChannelOption(.backlog, value: 256)
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.recvAllocator, value: WireProtocol.receiveBufferAllocator)
+            .childChannelOption(.socketOption(.so_sndbuf), value: WireProtocol.socketBufferBytes)
         let server: NIOAsyncChannel<(PeerCredentials, NIOAsyncChannel<Frame, Frame>), Never>
         switch listener {
         case .path(let path, let mode, let group):

@@ -1,3 +1,5 @@
+public import NIOCore
+
 /// The type byte of every frame (docs/PROTOCOL.md lists each one's fields).
 /// Requests are below 0x80, responses 0x80-0xBF, events 0xC0 and above.
 public enum MessageType: UInt8, Sendable, CaseIterable {
@@ -61,4 +63,15 @@ public enum WireProtocol {
     public static let listChunkEntries = 128
     /// `read` length meaning "to the end of the file".
     public static let toEnd = UInt64.max
+
+    /// Socket send buffer both sides ask for: room for several chunks in
+    /// flight, where the Linux default (208 KiB) holds less than one.
+    public static let socketBufferBytes = 2 << 20
+
+    /// Receive buffers that start small (an idle or event-only connection
+    /// costs little) and grow to 1 MiB for bulk transfers, so a 256 KiB
+    /// frame arrives in one read instead of being stitched from 64 KiB ones.
+    public static var receiveBufferAllocator: AdaptiveRecvByteBufferAllocator {
+        AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 1 << 20)
+    }
 }

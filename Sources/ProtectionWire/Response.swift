@@ -95,6 +95,22 @@ public enum Response: Sendable, Equatable {
         return Frame(type: type.rawValue, requestID: requestID, body: body)
     }
 
+    /// A `data` (or, with `chunk`, `dataChunk`) frame whose content `fill`
+    /// writes straight into the frame (at most `capacity` bytes; it returns
+    /// how many). The bytes on the wire equal `.data(content).frame(...)`,
+    /// without copying the content a second time.
+    public static func dataFrame(
+        chunk: Bool, requestID: UInt32, capacity: Int, allocator: ByteBufferAllocator = ByteBufferAllocator(),
+        fill: (UnsafeMutableRawBufferPointer) throws -> Int
+    ) rethrows -> (frame: Frame, count: Int) {
+        var body = allocator.buffer(capacity: 4 + capacity)
+        body.writeInteger(UInt32(0), endianness: .big)
+        let count = try body.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { try fill($0) }
+        body.setInteger(UInt32(count), at: body.readerIndex, endianness: .big)
+        let type: MessageType = chunk ? .dataChunk : .data
+        return (Frame(type: type.rawValue, requestID: requestID, body: body), count)
+    }
+
     /// Parses a response or event frame.
     public init(frame: Frame) throws {
         guard let type = MessageType(rawValue: frame.type), type.rawValue >= 0x80 else {

@@ -101,6 +101,20 @@ struct MessageCodecTests {
         #expect(try Response(frame: response.frame(requestID: 3)) == response)
     }
 
+    @Test("a data frame filled in place has the same bytes as one built from a buffer", arguments: [false, true])
+    func dataFrameInPlace(chunk: Bool) throws {
+        let content: [UInt8] = Array(0..<200).map { UInt8($0) }
+        let (frame, count) = Response.dataFrame(chunk: chunk, requestID: 9, capacity: 256) { buffer in
+            buffer.copyBytes(from: content)
+            return content.count
+        }
+        #expect(count == content.count)
+        let expected = (chunk ? Response.dataChunk(ByteBuffer(bytes: content)) : .data(ByteBuffer(bytes: content)))
+            .frame(requestID: 9)
+        #expect(frame == expected)
+        #expect(try Response(frame: frame) == (chunk ? .dataChunk(ByteBuffer(bytes: content)) : .data(ByteBuffer(bytes: content))))
+    }
+
     @Test("unknown types, missing fields and trailing bytes are protocol errors")
     func malformedBodies() {
         #expect(throws: ProtocolViolation.self) { try Request(frame: Frame(type: 0x7F, requestID: 1, body: ByteBuffer())) }

@@ -4,8 +4,8 @@ internal import Sodium
 /// Writes a new protected file front to back from a stream of bytes: the
 /// header, then every segment as soon as it is full and known not to be the
 /// last, then the final segment on `finish()`. Full segments are sealed
-/// straight from the caller's bytes, on every core, and written with one
-/// `pwrite` per append; only the tail that might be final is copied and
+/// straight from the caller's bytes, on every core, each written by the
+/// thread that sealed it; only the tail that might be final is copied and
 /// held back. Every byte is encrypted once, whatever the sizes of the
 /// pieces appended.
 final class SegmentStreamWriter {
@@ -83,8 +83,8 @@ final class SegmentStreamWriter {
         clearPending()
     }
 
-    /// Seals `sources` as the next segments, in parallel, and writes them
-    /// in batches of neighbouring segments with one `pwrite` each.
+    /// Seals and writes `sources` as the next segments, in parallel, in
+    /// batches of at most `maximumBatch`.
     private func seal(_ sources: [UnsafeRawBufferPointer], lastIsFinal: Bool) throws {
         let stride = layout.storedSegmentSize
         try key.holdingAccess {
@@ -103,9 +103,11 @@ final class SegmentStreamWriter {
                         try key.sealSegment(plain, index: index,
                                             final: lastIsFinal && batchStart + position == sources.count - 1,
                                             fileID: fileID, into: region)
+                        // Written by the thread that sealed it, while the bytes are
+                        // still in that core's cache: copying them from another
+                        // core's cache made the write three times slower.
+                        try Posix.pwrite(fd, UnsafeRawBufferPointer(region), at: layout.offset(ofSegment: index), path: path)
                     }
-                    try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: output[..<storedBytes]),
-                                     at: layout.offset(ofSegment: first), path: path)
                 }
                 nextIndex += batch.count
             }

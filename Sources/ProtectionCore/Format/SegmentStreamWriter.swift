@@ -23,16 +23,20 @@ final class SegmentStreamWriter {
     /// Sealed segments on their way to disk; reused between appends.
     private var sealed: [UInt8] = []
     private var nextIndex = 0
+    /// The header, until it goes out with the first segment written: a
+    /// small file then costs one `pwrite` instead of two.
+    private var unwrittenHeader: [UInt8]?
     /// Plaintext bytes appended so far.
     private(set) var size = 0
 
-    /// Writes the header of a new file in `protection` into `fd`.
+    /// Starts a new file in `protection` in `fd`; its header is written
+    /// with the first segment.
     init(fd: Int32, path: String, protection: ProtectionClass, segmentSize: Int, keys: ClassKeys) throws {
         self.fd = fd
         self.path = path
         (key, header) = try FileKey.newFile(protection: protection, segmentSize: segmentSize, keys: keys)
         layout = SegmentLayout(segmentSize: segmentSize)
-        try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
+        unwrittenHeader = header.encoded
     }
 
     /// Adds bytes at the end.
@@ -84,29 +88,40 @@ final class SegmentStreamWriter {
     }
 
     /// Seals and writes `sources` as the next segments, in parallel, in
-    /// batches of at most `maximumBatch`.
+    /// batches of at most `maximumBatch`. A lone first segment goes out in
+    /// one `pwrite` with the header.
     private func seal(_ sources: [UnsafeRawBufferPointer], lastIsFinal: Bool) throws {
         let stride = layout.storedSegmentSize
         try key.holdingAccess {
             for batchStart in Swift.stride(from: 0, to: sources.count, by: Self.maximumBatch) {
                 let batch = sources[batchStart..<min(sources.count, batchStart + Self.maximumBatch)]
                 let first = nextIndex
-                let storedBytes = (batch.count - 1) * stride + batch.last!.count + SegmentLayout.overhead
+                let headerBytes = unwrittenHeader ?? []
+                unwrittenHeader = nil
+                let prefix = batch.count == 1 ? headerBytes.count : 0
+                if prefix == 0 && !headerBytes.isEmpty {
+                    try headerBytes.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
+                }
+                let storedBytes = prefix + (batch.count - 1) * stride + batch.last!.count + SegmentLayout.overhead
                 if sealed.count < storedBytes { sealed = [UInt8](repeating: 0, count: storedBytes) }
                 try sealed.withUnsafeMutableBytes { output in
+                    if prefix > 0 { output.copyBytes(from: headerBytes) }
                     let fileID = header.fileID
                     try SegmentParallelism.forEach(batch.count) { position in
                         let plain = batch[batchStart + position]
                         let index = first + position
-                        let region = UnsafeMutableRawBufferPointer(
-                            rebasing: output[(position * stride)..<(position * stride + plain.count + SegmentLayout.overhead)])
+                        let start = prefix + position * stride
+                        let end = start + plain.count + SegmentLayout.overhead
+                        let region = UnsafeMutableRawBufferPointer(rebasing: output[start..<end])
                         try key.sealSegment(plain, index: index,
                                             final: lastIsFinal && batchStart + position == sources.count - 1,
                                             fileID: fileID, into: region)
                         // Written by the thread that sealed it, while the bytes are
                         // still in that core's cache: copying them from another
                         // core's cache made the write three times slower.
-                        try Posix.pwrite(fd, UnsafeRawBufferPointer(region), at: layout.offset(ofSegment: index), path: path)
+                        let from = position == 0 ? start - prefix : start
+                        try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: output[from..<end]),
+                                         at: layout.offset(ofSegment: index) - (start - from), path: path)
                     }
                 }
                 nextIndex += batch.count

@@ -173,7 +173,8 @@ final class Connection {
             guard let pending = writes.removeValue(forKey: id) else {
                 throw WireError(.invalidArgument, "no write in progress for request \(id)")
             }
-            return .size(UInt64(try pending.commit()))
+            let size = pending.isDurable ? try await BlockingIO.run { try pending.commit() } : try pending.commit()
+            return .size(UInt64(size))
         case .writeAbort:
             if answeredWrites.remove(id) != nil { return nil }
             guard let pending = writes.removeValue(forKey: id) else {
@@ -228,7 +229,8 @@ final class Connection {
         case .handleSize(let number):
             return .size(UInt64(try handle(number).size()))
         case .handleSync(let number):
-            try handle(number).sync()
+            let handle = try handle(number)
+            try await BlockingIO.run { try handle.sync() }
             return .ok
         case .handleClose(let number):
             try handle(number).close()

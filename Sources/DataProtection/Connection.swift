@@ -3,8 +3,9 @@ internal import NIOPosix
 internal import ProtectionWire
 
 /// One socket to protd after a successful hello: sends requests through the
-/// NIOAsyncChannel writer (safe from many tasks at once) while a reader task
-/// hands every frame to the `RequestRouter`.
+/// NIOAsyncChannel writer (safe from many tasks at once); a `RouterHandler`
+/// hands every frame to the `RequestRouter` on the event loop, and a reader
+/// task waits for the connection to end.
 final class Connection: Sendable {
     /// The largest frame this client accepts; the daemon's own limit bounds
     /// what it sends, this only guards against a runaway peer.
@@ -146,9 +147,15 @@ final class Connection: Sendable {
 
     /// Sends `request` and returns the slot its answer will arrive in.
     func submit(_ request: Request, shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
+        try await submit([request], shape: shape)
+    }
+
+    /// Sends `requests` under one new request id, in a single write, and
+    /// returns the slot the answer will arrive in.
+    func submit(_ requests: [Request], shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
         let id = try router.register(shape)
         let pending = PendingAnswer(requestID: id, router: router)
-        try await send(request, requestID: id)
+        try await send(requests, requestID: id)
         return pending
     }
 
@@ -179,9 +186,15 @@ final class Connection: Sendable {
 
     /// Sends one more frame for an existing request id (write chunks, end, abort).
     func send(_ request: Request, requestID: UInt32) async throws(DataProtectionError) {
+        try await send([request], requestID: requestID)
+    }
+
+    /// Sends several frames for one request id in a single write (a small
+    /// whole-file write: begin, chunk and end in one system call).
+    func send(_ requests: [Request], requestID: UInt32) async throws(DataProtectionError) {
         if let closed = router.closedError { throw closed }
         do {
-            try await outbound.write(request.frame(requestID: requestID))
+            try await outbound.write(contentsOf: requests.map { $0.frame(requestID: requestID) })
         } catch {
             if let closed = router.closedError { throw closed }
             if Task.isCancelled { throw .cancelled }

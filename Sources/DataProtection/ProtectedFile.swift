@@ -27,6 +27,10 @@ public struct ProtectedFile: Sendable {
     @discardableResult
     public func write(_ data: [UInt8], protection: ProtectionClass = .default,
                       durable: Bool = true) async throws(DataProtectionError) -> UInt64 {
+        if data.count <= connection.maximumChunkSize {
+            return try await WriteSession.writeWhole(connection, name: name, protection: protection, durable: durable,
+                                                     content: data[...])
+        }
         var session = try await WriteSession.begin(connection, name: name, protection: protection, durable: durable)
         do {
             try await session.append(data[...])

@@ -48,6 +48,18 @@ struct WriteSession {
         buffered.append(contentsOf: rest)
     }
 
+    /// A whole write of content that fits one chunk: `writeBegin`, the
+    /// chunk and `writeEnd` leave in one write, so a small file costs one
+    /// round trip and one system call each way.
+    static func writeWhole(_ connection: Connection, name: String, protection: ProtectionClass, durable: Bool,
+                           content: ArraySlice<UInt8>) async throws(DataProtectionError) -> UInt64 {
+        if Task.isCancelled { throw .cancelled }
+        var requests: [Request] = [.writeBegin(name: try WireText.name(name), protection: protection, durable: durable)]
+        if !content.isEmpty { requests.append(.writeChunk(ByteBuffer(bytes: content))) }
+        requests.append(.writeEnd)
+        return try await writtenSize(try await connection.submit(requests))
+    }
+
     /// Sends what is left and `writeEnd`, and returns the bytes written.
     mutating func finish() async throws(DataProtectionError) -> UInt64 {
         if !buffered.isEmpty {
@@ -57,6 +69,11 @@ struct WriteSession {
         try checkBeforeSending()
         ended = true
         try await connection.send(.writeEnd, requestID: pending.requestID)
+        return try await Self.writtenSize(pending)
+    }
+
+    /// The size in the answer to `writeEnd`.
+    private static func writtenSize(_ pending: PendingAnswer) async throws(DataProtectionError) -> UInt64 {
         let frames = try await pending.frames()
         guard case .size(let written) = frames.first else {
             throw frames.first.map { DataProtectionError.unexpected($0, to: "writeEnd") }

@@ -103,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "protd-bench",
             dependencies: [
-                "DataProtection", "Sodium", "CSodium", "ProtectionTestSupport", "protd-bench-idle",
+                "DataProtection", "ProtectionCore", "Sodium", "CSodium", "ProtectionTestSupport", "protd-bench-idle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/protd-bench",

@@ -17,6 +17,9 @@ struct Row: Codable {
 final class Report {
     private(set) var rows: [Row] = []
     var skipped: [String] = []
+    /// Bounds computed from this run's own baselines, for targets they
+    /// put out of (or barely within) reach on this machine.
+    private(set) var bounds: [String] = []
     let machine: [String: String]
 
     init(machine: [String: String]) { self.machine = machine }
@@ -24,11 +27,18 @@ final class Report {
     func add(_ row: Row) {
         rows.append(row)
         print(Self.line(row))
+        fflush(nil)  // rows appear as measured, also when piped
     }
 
     func skip(_ reason: String) {
         skipped.append(reason)
         print("skipped: \(reason)")
+    }
+
+    /// Records a bound that explains a target, in words with its figures.
+    func bound(_ text: String) {
+        bounds.append(text)
+        print("bound: \(text)")
     }
 
     static func format(_ value: Double) -> String {
@@ -70,6 +80,9 @@ final class Report {
                 + "\(Self.format(row.sample.min))..\(Self.format(row.sample.max)) | \(row.target) | "
                 + "\(row.met.map { $0 ? "yes" : "**no**" } ?? "") |\n"
         }
+        if !bounds.isEmpty {
+            text += "\n## What bounds the targets not met\n\n" + bounds.map { "- \($0)" }.joined(separator: "\n") + "\n"
+        }
         if !skipped.isEmpty {
             text += "\n## Not measured here\n\n" + skipped.map { "- \($0)" }.joined(separator: "\n") + "\n"
         }
@@ -81,9 +94,14 @@ final class Report {
     }
 
     func json() throws -> Data {
-        struct Document: Codable { var machine: [String: String]; var rows: [Row]; var skipped: [String] }
+        struct Document: Codable {
+            var machine: [String: String]
+            var rows: [Row]
+            var skipped: [String]
+            var bounds: [String]
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return try encoder.encode(Document(machine: machine, rows: rows, skipped: skipped))
+        return try encoder.encode(Document(machine: machine, rows: rows, skipped: skipped, bounds: bounds))
     }
 }

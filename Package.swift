@@ -104,9 +104,20 @@ let package = Package(
             name: "protd-bench",
             dependencies: [
                 "DataProtection", "ProtectionCore", "Sodium", "CSodium", "ProtectionTestSupport", "protd-bench-idle",
+                // Not linked for its code: the dependency makes building protd-bench build this helper too.
+                "protd-bench-subscribers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/protd-bench",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "protd-bench-subscribers",
+            dependencies: [
+                "DataProtection",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/protd-bench-subscribers",
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -149,7 +160,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ProtectionDaemonTests",
-            dependencies: ["ProtectionDaemon", "ProtectionCore", "ProtectionWire", "CPeerCredentials", "ProtectionTestSupport"],
+            dependencies: [
+                "ProtectionDaemon", "ProtectionCore", "ProtectionWire", "CPeerCredentials", "ProtectionTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -55,6 +55,7 @@ final class Connection: Sendable {
 
     /// Connects to the socket at `path` and says hello.
     static func open(socketPath path: String, clientName: String) async throws(DataProtectionError) -> Connection {
+        let router = RequestRouter()
         let asyncChannel: NIOAsyncChannel<Frame, Frame>
         do {
             asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -65,6 +66,7 @@ final class Connection: Sendable {
                         try channel.pipeline.syncOperations.addHandler(
                             ByteToMessageHandler(FrameDecoder(maximumFrameLength: Connection.clientFrameLimit)))
                         try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+                        try channel.pipeline.syncOperations.addHandler(RouterHandler(router: router))
                         return try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: channel)
                     }
                 }
@@ -72,7 +74,6 @@ final class Connection: Sendable {
             throw .daemonUnavailable("cannot connect to protd at \(path): \(error)")
         }
 
-        let router = RequestRouter()
         var readerTask: Task<Void, Never>?
         let outbound = await withCheckedContinuation { (handOver: CheckedContinuation<NIOAsyncChannelOutboundWriter<Frame>, Never>) in
             readerTask = Task { await Connection.runReader(asyncChannel, router: router, handOver: handOver) }
@@ -119,7 +120,8 @@ final class Connection: Sendable {
         return HelloAccepted(version: version, maximumChunkSize: chunk, uid: uid, gid: gid)
     }
 
-    /// Reads frames until the connection ends, then fails whatever still waits.
+    /// Waits for the connection to end (frames go to the router on the
+    /// event loop, none reach `inbound`), then fails whatever still waits.
     private static func runReader(_ asyncChannel: NIOAsyncChannel<Frame, Frame>, router: RequestRouter,
                                   handOver: CheckedContinuation<NIOAsyncChannelOutboundWriter<Frame>, Never>) async {
         let channel = asyncChannel.channel
@@ -127,9 +129,7 @@ final class Connection: Sendable {
             try await asyncChannel.executeThenClose { inbound, outbound in
                 handOver.resume(returning: outbound)
                 do {
-                    for try await frame in inbound {
-                        if router.receive(frame) == .closeConnection { return }
-                    }
+                    for try await _ in inbound {}
                     router.close(with: .daemonUnavailable("protd closed the connection"))
                 } catch let violation as ProtocolViolation where channel.isActive {
                     router.close(with: .protocolError("protd sent a malformed frame: \(violation.message)"))

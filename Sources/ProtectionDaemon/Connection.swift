@@ -259,10 +259,9 @@ final class Connection {
                 subscription = subscriber
                 try await send(.subscribed(await statusReport()), id: id)
                 let outbound = outbound
+                // The hub's frames are encoded once for every subscriber; send them as they are.
                 group.addTask {
-                    for await event in events {
-                        try await outbound.write(Response.event(event).frame(requestID: 0))
-                    }
+                    for await frame in events { try await outbound.write(frame) }
                 }
                 return nil
             }

@@ -5,13 +5,14 @@ internal import Synchronization
 
 /// Fans lock events out to subscribers. Each subscriber has its own bounded
 /// buffer that keeps the newest events, so a slow or dead subscriber never
-/// delays the others or the lock.
+/// delays the others or the lock. Each event is encoded once: every
+/// subscriber's buffer holds the same frame, whose bytes are shared.
 public final class EventHub: Sendable {
     /// Events kept per subscriber when it does not read.
     public static let bufferSize = 64
 
     private struct State {
-        var subscribers: [SubscriberID: AsyncStream<WireEvent>.Continuation] = [:]
+        var subscribers: [SubscriberID: AsyncStream<Frame>.Continuation] = [:]
         var nextID: UInt64 = 1
     }
 
@@ -20,9 +21,10 @@ public final class EventHub: Sendable {
     /// Makes an empty hub.
     public init() {}
 
-    /// Registers a subscriber; its stream ends on `unsubscribe`.
-    func subscribe() -> (SubscriberID, AsyncStream<WireEvent>) {
-        let (stream, continuation) = AsyncStream.makeStream(of: WireEvent.self,
+    /// Registers a subscriber; its stream of event frames (request id 0,
+    /// ready to send) ends on `unsubscribe`.
+    func subscribe() -> (SubscriberID, AsyncStream<Frame>) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Frame.self,
                                                             bufferingPolicy: .bufferingNewest(Self.bufferSize))
         let id = state.withLock { state in
             let id = SubscriberID(state.nextID)
@@ -43,13 +45,14 @@ public final class EventHub: Sendable {
         state.withLock { Set($0.subscribers.keys) }
     }
 
-    /// Delivers events to every subscriber, without waiting for any.
+    /// Delivers events, in order, to every subscriber, without waiting for
+    /// any. Each event becomes one frame, shared by all subscribers.
     func broadcast(_ events: [ProtectionEvent]) {
         guard !events.isEmpty else { return }
+        let frames = events.map { Response.event(WireEvent($0)).frame(requestID: 0) }
         let continuations = state.withLock { Array($0.subscribers.values) }
-        for event in events {
-            let wire = WireEvent(event)
-            for continuation in continuations { continuation.yield(wire) }
+        for continuation in continuations {
+            for frame in frames { continuation.yield(frame) }
         }
     }
 

@@ -7,6 +7,11 @@ internal import Sodium
 /// grace-period timer, takes acknowledgements, unlocks, and publishes every
 /// resulting event through the hub. Audit lines for lock, unlock and
 /// failed attempts are logged here (never a passcode).
+///
+/// The subscribers a lock waits for are tracked here, each acknowledgement
+/// in O(1); the store's state machine waits for one stand-in, `everyone`,
+/// which is acknowledged as soon as the last awaited subscriber has
+/// acknowledged or left.
 public actor LockController {
     private let store: ProtectedStore
     private let hub: EventHub
@@ -17,6 +22,13 @@ public actor LockController {
     private var nextWaiter: UInt64 = 0
     /// Sequence of the `willBecomeUnavailable` the current lock waits on.
     private var awaitedSequence: UInt64?
+    /// Subscribers the current lock still waits for.
+    private var awaitedSubscribers: Set<SubscriberID> = []
+
+    /// The one subscriber the store waits for during a lock: it stands for
+    /// `awaitedSubscribers`. The hub numbers subscribers from 1, so 0 is
+    /// never a real one.
+    private static let everyone = SubscriberID(0)
 
     /// Makes a controller over `store`, publishing to `hub`.
     public init(store: ProtectedStore, hub: EventHub, defaultGrace: Duration, logger: Logger) {
@@ -32,7 +44,13 @@ public actor LockController {
     /// Starts a lock (already authorised by the caller).
     func lock(grace: Duration?, by peer: PeerCredentials) throws {
         let grace = grace ?? defaultGrace
-        let progress = try store.requestLock(grace: grace, now: .now, subscribers: hub.subscriberIDs)
+        // Only a lock that starts now takes the subscribers of this moment;
+        // a second lock while `locking` keeps waiting for the first one's.
+        let starting = store.lockState == .unlocked
+        let subscribers = starting ? hub.subscriberIDs : []
+        let progress = try store.requestLock(grace: grace, now: .now,
+                                             subscribers: subscribers.isEmpty ? [] : [Self.everyone])
+        if starting && store.lockState == .locking { awaitedSubscribers = subscribers }
         logger.notice("lock requested", metadata: ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)",
                                                     "protd.lock.grace_ms": "\(grace.milliseconds)"])
         apply(progress)
@@ -67,7 +85,6 @@ public actor LockController {
             let events = try store.unlock(passcode: passcode)
             logger.notice("unlock succeeded", metadata: metadata)
             publish(events)
-            resumeWaitersIfSettled()
         } catch let error as ProtectionError {
             var failure = metadata
             failure["protd.unlock.result"] = "\(error.code.rawValue)"
@@ -83,10 +100,7 @@ public actor LockController {
 
     /// Sets or changes the passcode (already authorised).
     func changePasscode(_ new: SecretBytes, old: SecretBytes?, by peer: PeerCredentials) throws {
-        defer {
-            publish(store.takeUndeliveredEvents())
-            resumeWaitersIfSettled()
-        }
+        defer { publish(store.takeUndeliveredEvents()) }
         do {
             try store.setPasscode(new, old: old)
             logger.notice("passcode changed", metadata: ["protd.peer.uid": "\(peer.uid)"])
@@ -101,22 +115,21 @@ public actor LockController {
     /// Crypto-shreds everything (already authorised).
     func erase(by peer: PeerCredentials) throws {
         let events = try store.erase()
-        deadlineTimer?.cancel()
         logger.critical("erased every key and file", metadata: ["protd.peer.uid": "\(peer.uid)"])
         publish(events)
-        resumeWaitersIfSettled()
     }
 
     /// A subscriber acknowledged the `willBecomeUnavailable` event with
-    /// `sequence`; an acknowledgement of an older lock is ignored.
+    /// `sequence`; only the current lock's latest one counts. The last
+    /// awaited acknowledgement completes the lock at once.
     func acknowledge(_ subscriber: SubscriberID, sequence: UInt64) {
         guard sequence == awaitedSequence else { return }
-        apply(store.acknowledge(subscriber))
+        stopAwaiting(subscriber)
     }
 
-    /// A subscriber went away.
+    /// A subscriber went away: the lock no longer waits for it.
     func subscriberLeft(_ subscriber: SubscriberID) {
-        apply(store.subscriberLeft(subscriber))
+        stopAwaiting(subscriber)
     }
 
     /// Stops the timer and releases waiters (shutdown).
@@ -128,8 +141,12 @@ public actor LockController {
         for waiter in waiters { waiter.resume() }
     }
 
+    private func stopAwaiting(_ subscriber: SubscriberID) {
+        guard awaitedSubscribers.remove(subscriber) != nil, awaitedSubscribers.isEmpty else { return }
+        apply(store.acknowledge(Self.everyone))
+    }
+
     private func apply(_ progress: LockProgress) {
-        publish(progress.events)
         if let deadline = progress.pendingDeadline {
             deadlineTimer?.cancel()
             deadlineTimer = Task { [weak self] in
@@ -138,13 +155,16 @@ public actor LockController {
                 await self?.deadlineReached()
             }
         }
-        resumeWaitersIfSettled()
+        publish(progress.events)
     }
 
     private func deadlineReached() {
         apply(store.deadlinePassed(now: .now))
     }
 
+    /// Notes what `events` mean for the lock, settles it if it is no longer
+    /// `locking`, then broadcasts them. Waiters are answered first so their
+    /// answers do not queue behind one event frame per subscriber.
     private func publish(_ events: [ProtectionEvent]) {
         for event in events {
             switch event.kind {
@@ -158,13 +178,17 @@ public actor LockController {
                 awaitedSequence = nil
             }
         }
+        settleIfNotLocking()
         hub.broadcast(events)
     }
 
-    private func resumeWaitersIfSettled() {
+    /// Once the state has left `locking`: stops the timer, forgets the
+    /// awaited subscribers and answers every waiter.
+    private func settleIfNotLocking() {
         guard store.lockState != .locking else { return }
         deadlineTimer?.cancel()
         deadlineTimer = nil
+        awaitedSubscribers = []
         let waiters = lockedWaiters.values
         lockedWaiters.removeAll()
         for waiter in waiters { waiter.resume() }

@@ -70,9 +70,9 @@ extension ByteBuffer {
     }
 
     /// Fails when bytes are left over after the last field.
-    func expectFullyRead(_ type: String) throws {
+    func expectFullyRead(_ type: @autoclosure () -> String) throws {
         if readableBytes != 0 {
-            throw ProtocolViolation("\(readableBytes) unexpected bytes after the fields of \(type)")
+            throw ProtocolViolation("\(readableBytes) unexpected bytes after the fields of \(type())")
         }
     }
 }

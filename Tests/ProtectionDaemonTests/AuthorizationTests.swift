@@ -55,26 +55,3 @@ struct AuthorizationTests {
         #expect(PeerCredentials.parse(raw) == [0, 5])
     }
 }
-
-@Suite("Event hub")
-struct EventHubTests {
-    @Test("a subscriber that never reads keeps only the newest events and does not block the others")
-    func boundedBuffers() async {
-        let hub = EventHub()
-        let (_, slow) = hub.subscribe()
-        let (fastID, fast) = hub.subscribe()
-        let events = (1...UInt64(EventHub.bufferSize * 3)).map {
-            ProtectionEvent(kind: .didBecomeUnavailable, sequence: $0, state: .locked)
-        }
-        hub.broadcast(events)
-        hub.unsubscribe(fastID)
-        var fastCount = 0
-        for await _ in fast { fastCount += 1 }
-        #expect(fastCount == EventHub.bufferSize)
-        hub.finishAll()
-        var sequences: [UInt64] = []
-        for await event in slow { sequences.append(event.sequence) }
-        #expect(sequences.count == EventHub.bufferSize)
-        #expect(sequences.last == UInt64(EventHub.bufferSize * 3))
-    }
-}

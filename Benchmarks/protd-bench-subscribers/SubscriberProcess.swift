@@ -1,0 +1,80 @@
+import ArgumentParser
+import DataProtection
+import Foundation
+
+/// protd-bench-subscribers: some of the lock fan-out's subscribers, in a
+/// process of their own, as applications are. protd-bench starts several,
+/// all on one pipe for input and one for output.
+///
+/// It connects its clients, subscribes each, prints `ready`, and for every
+/// `willBecomeUnavailable` notes when each client received it, acknowledges
+/// at once, and reports through `DeliveryLog`. It exits when its standard
+/// input ends (protd-bench closes it, or exits).
+@main
+struct SubscriberProcess: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "protd-bench-subscribers",
+        abstract: "Lock fan-out subscribers for protd-bench (started by it, not by hand).")
+
+    @Option(help: "The daemon's socket.")
+    var socket: String
+
+    @Option(help: "Subscribers (connections) in this process.")
+    var count: Int
+
+    @Option(help: "The clock origin: a ContinuousClock.Instant as JSON; receipt times are reported from it.")
+    var origin: String
+
+    func validate() throws {
+        guard count >= 1 else { throw ValidationError("--count must be at least 1") }
+    }
+
+    func run() async throws {
+        let originInstant = try JSONDecoder().decode(ContinuousClock.Instant.self, from: Data(origin.utf8))
+        Self.exitWhenInputEnds()
+        try await serve(log: DeliveryLog(subscribers: count, origin: originInstant))
+    }
+
+    /// Connects and subscribes `count` clients, says `ready`, then notes
+    /// and acknowledges every will-become-unavailable event.
+    private func serve(log: DeliveryLog) async throws {
+        var clients: [DataProtectionClient] = []
+        for _ in 0..<count {
+            let client = try await DataProtectionClient.connect(socketPath: socket)
+            _ = try await client.subscribe()
+            clients.append(client)
+        }
+        try await withThrowingDiscardingTaskGroup { group in
+            let (registered, registration) = AsyncStream.makeStream(of: Void.self)
+            for client in clients {
+                group.addTask {
+                    // The iterator takes events from the moment it is made.
+                    var events = client.events.makeAsyncIterator()
+                    registration.yield()
+                    while let event = try await events.next() {
+                        guard case .willBecomeUnavailable = event.kind else { continue }
+                        let receivedAt = ContinuousClock.now
+                        try await client.acknowledge(event)
+                        log.record(sequence: event.sequence, receivedAt: receivedAt)
+                    }
+                }
+            }
+            var ready = 0
+            for await _ in registered {
+                ready += 1
+                if ready == count { break }
+            }
+            DeliveryLog.emit("ready")
+        }
+    }
+
+    /// Exits once standard input ends.
+    private static func exitWhenInputEnds() {
+        let watcher = Thread {
+            var byte: UInt8 = 0
+            while read(STDIN_FILENO, &byte, 1) > 0 {}
+            Foundation.exit(0)
+        }
+        watcher.start()
+    }
+}

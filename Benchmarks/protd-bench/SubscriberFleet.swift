@@ -1,0 +1,132 @@
+import Foundation
+import ProtectionTestSupport
+
+/// The lock fan-out's subscribers, spread over processes of their own
+/// (`protd-bench-subscribers`, built next to protd-bench), as applications
+/// are, so protd-bench's own process does not carry them. All of them read
+/// one input pipe, whose end tells them to exit, and write their lines to
+/// one output pipe. Receipt times are offsets from `origin` on
+/// `ContinuousClock`, CLOCK_MONOTONIC on Linux, the same clock in every
+/// process.
+final class SubscriberFleet {
+    /// Subscribers per process, at most.
+    static let subscribersPerProcess = 250
+    /// The helper executable.
+    static let helperName = "protd-bench-subscribers"
+
+    /// A child misbehaved: it exited or printed something unexpected.
+    struct ChildFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The instant every receipt time is measured from.
+    let origin: ContinuousClock.Instant
+    /// How many processes the subscribers are spread over.
+    var processCount: Int { processes.count }
+    private let subscribers: Int
+    private let processes: [Process]
+    private let input: FileHandle
+    /// Kept open for the readability handler that feeds `lines`.
+    private let output: FileHandle
+    private var lines: AsyncStream<String?>.Iterator
+
+    /// Starts the processes for `subscribers` and returns once every
+    /// subscriber is subscribed and listening.
+    static func launch(subscribers: Int, socketPath: String) async throws -> SubscriberFleet {
+        let helper = CommandRunner.builtProduct(helperName)
+        guard FileManager.default.isExecutableFile(atPath: helper) else {
+            throw ChildFailed(description: "\(helper) is missing; build it with `swift build -c release --product protd-bench`")
+        }
+        let origin = ContinuousClock.now
+        let originJSON = String(decoding: try JSONEncoder().encode(origin), as: UTF8.self)
+        let count = (subscribers + subscribersPerProcess - 1) / subscribersPerProcess
+        let input = Pipe()
+        let output = Pipe()
+        let (stream, continuation) = AsyncStream.makeStream(of: String?.self)
+        forwardLines(of: output, to: continuation)
+        var processes: [Process] = []
+        for index in 0..<count {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: helper)
+            let share = subscribers / count + (index < subscribers % count ? 1 : 0)
+            process.arguments = ["--socket", socketPath, "--count", "\(share)", "--origin", originJSON]
+            // File handles, not pipes: Process closes a pipe's far end after the first child.
+            process.standardInput = input.fileHandleForReading
+            process.standardOutput = output.fileHandleForWriting
+            // A child that fails leaves the others' output open: say so at once instead of waiting forever.
+            process.terminationHandler = { child in
+                if child.terminationReason != .exit || child.terminationStatus != 0 { continuation.yield(nil) }
+            }
+            try process.run()
+            processes.append(process)
+        }
+        // Only the children keep these ends open, so the output ends when they all exited.
+        try input.fileHandleForReading.close()
+        try output.fileHandleForWriting.close()
+        let fleet = SubscriberFleet(origin: origin, subscribers: subscribers, processes: processes,
+                                    input: input.fileHandleForWriting, output: output.fileHandleForReading,
+                                    lines: stream.makeAsyncIterator())
+        for _ in 0..<count {
+            let words = try await fleet.nextLine()
+            guard words == ["ready"] else { throw ChildFailed(description: "expected ready, got \(words)") }
+        }
+        return fleet
+    }
+
+    private init(origin: ContinuousClock.Instant, subscribers: Int, processes: [Process], input: FileHandle,
+                 output: FileHandle, lines: AsyncStream<String?>.Iterator) {
+        self.origin = origin
+        self.subscribers = subscribers
+        self.processes = processes
+        self.input = input
+        self.output = output
+        self.lines = lines
+    }
+
+    /// When every subscriber received the next will-become-unavailable
+    /// event, as offsets from `origin`.
+    func nextDelivery() async throws -> [Duration] {
+        var sequence: Substring?
+        var receipts: [Duration] = []
+        while receipts.count < subscribers {
+            let words = try await nextLine()
+            guard words.count >= 2, words[0] == "delivered", sequence == nil || sequence == words[1] else {
+                throw ChildFailed(description: "expected receipts of event \(sequence ?? "?"), got \(words.prefix(3))")
+            }
+            sequence = words[1]
+            receipts += words.dropFirst(2).compactMap { Int64($0) }.map { Duration.nanoseconds($0) }
+        }
+        return receipts
+    }
+
+    /// Ends every subscriber process: they exit when their input ends.
+    func stop() {
+        try? input.close()
+        for process in processes { process.waitUntilExit() }
+    }
+
+    private func nextLine() async throws -> [Substring] {
+        guard let line = await lines.next(), let text = line else {
+            stop()
+            let statuses = processes.map { "\($0.terminationStatus)" }.joined(separator: ", ")
+            throw ChildFailed(description: "a subscriber process failed (exit statuses \(statuses)); see its output above")
+        }
+        return text.split(separator: " ")
+    }
+
+    /// Feeds each complete line `pipe` delivers into `continuation`, then
+    /// nil when the output ends (every child exited).
+    private static func forwardLines(of pipe: Pipe, to continuation: AsyncStream<String?>.Continuation) {
+        let splitter = LineSplitter()
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                continuation.yield(nil)
+                continuation.finish()
+                return
+            }
+            for line in splitter.lines(appending: data) { continuation.yield(line) }
+        }
+    }
+}

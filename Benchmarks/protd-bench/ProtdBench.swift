@@ -14,6 +14,7 @@ struct ProtdBench: AsyncParsableCommand {
 
     mutating func run() async throws {
         options.applyQuick()
+        let steal = CPUSteal()
         BenchEnvironment.raiseFileLimit()
         let report = Report(machine: BenchEnvironment.describe(options: options))
         print("protd-bench: \(report.machine["settings"] ?? "")")
@@ -47,6 +48,10 @@ struct ProtdBench: AsyncParsableCommand {
         daemon.stop()
         if options.runs("memory") { try memory.coldStart() }
 
+        report.add(Row(workload: "machine", measure: "CPU time stolen by the hypervisor during the run", unit: "%",
+                       sample: Sample(values: [CPUSteal.percent(since: steal)]),
+                       note: "other guests' load on the host; with steal above a few percent, figures can swing "
+                           + "by 2x between runs, ratios within one run much less"))
         let command = "protd-bench " + CommandLine.arguments.dropFirst().joined(separator: " ")
         if let markdown = options.markdown {
             try report.markdown(command: command).write(toFile: markdown, atomically: true, encoding: .utf8)

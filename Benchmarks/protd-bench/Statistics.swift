@@ -48,3 +48,24 @@ enum Memory {
         return .nan
     }
 }
+
+/// CPU time the hypervisor gave to other guests (`steal` in /proc/stat):
+/// on a shared virtual machine it makes figures swing between runs.
+struct CPUSteal {
+    private let steal: Double
+    private let total: Double
+
+    /// The counters now.
+    init() {
+        let line = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8))?.split(separator: "\n").first ?? ""
+        let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        steal = fields.count > 7 ? fields[7] : .nan
+        total = fields.reduce(0, +)
+    }
+
+    /// Percent of all CPU time stolen between `start` and now.
+    static func percent(since start: CPUSteal) -> Double {
+        let now = CPUSteal()
+        return 100 * (now.steal - start.steal) / max(1, now.total - start.total)
+    }
+}

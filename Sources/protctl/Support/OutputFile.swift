@@ -23,7 +23,7 @@ final class OutputFile {
             let directory = (path as NSString).deletingLastPathComponent
             var template = Array(((directory.isEmpty ? "." : directory) + "/.protctl-output-XXXXXX").utf8CString)
             fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            temporaryPath = fd >= 0 ? String(cString: template) : nil
+            temporaryPath = fd >= 0 ? String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
         }
         guard fd >= 0 else {
             throw CommandFailure(description: "cannot write \(path): \(String(cString: strerror(errno)))", exitCode: 73)

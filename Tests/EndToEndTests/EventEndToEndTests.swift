@@ -6,13 +6,17 @@ import Testing
 @Suite("Lock events through the daemon", .serialized)
 struct EventEndToEndTests {
     /// Collects `count` events from a fresh subscriber, acknowledging
-    /// will-become-unavailable when `acknowledge` is set.
+    /// will-become-unavailable when `acknowledge` is set. The iterator is
+    /// made before this returns: an iterator only sees events that arrive
+    /// after it exists, and one made inside the task could miss the lock.
     private static func collect(
         _ client: DataProtectionClient, count: Int, acknowledge: Bool
     ) -> Task<[ProtectionEvent], any Error> {
-        Task {
+        // Handed to the task once and used only there.
+        nonisolated(unsafe) var events = client.events.makeAsyncIterator()
+        return Task {
             var received: [ProtectionEvent] = []
-            for try await event in client.events {
+            while let event = try await events.next() {
                 received.append(event)
                 if acknowledge, case .willBecomeUnavailable = event.kind { try await client.acknowledge(event) }
                 if received.count == count { break }

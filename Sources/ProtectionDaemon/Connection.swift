@@ -211,10 +211,7 @@ final class Connection {
             let handle = try handle(number)
             let start = try Self.offset(offset)
             let wanted = min(Int(length), WireProtocol.chunkSize)
-            let (frame, _) = try Response.dataFrame(chunk: false, requestID: id, capacity: wanted) { buffer in
-                try handle.read(offset: start, count: wanted, into: buffer)
-            }
-            try await outbound.write(frame)
+            try await outbound.write(try Self.dataFrame(reading: handle, at: start, count: wanted, chunk: false, id: id).frame)
             return nil
         case .handleWrite(let number, let offset, let data):
             let handle = try handle(number)
@@ -285,15 +282,23 @@ final class Connection {
         var remaining = length
         while remaining > 0 {
             let wanted = Int(min(remaining, UInt64(WireProtocol.chunkSize)))
-            let (frame, count) = try Response.dataFrame(chunk: true, requestID: id, capacity: wanted) { buffer in
-                try handle.read(offset: position, count: wanted, into: buffer)
-            }
+            let (frame, count) = try Self.dataFrame(reading: handle, at: position, count: wanted, chunk: true, id: id)
             if count == 0 { break }
             try await outbound.write(frame)
             position += count
             remaining -= UInt64(count)
         }
         try await send(.end, id: id)
+    }
+
+    /// A data frame holding up to `count` bytes of `handle` from `offset`,
+    /// decrypted straight into the frame; also how many bytes it holds.
+    private static func dataFrame(
+        reading handle: ProtectedFileHandle, at offset: Int, count: Int, chunk: Bool, id: UInt32
+    ) throws -> (frame: Frame, count: Int) {
+        try Response.dataFrame(chunk: chunk, requestID: id, capacity: count) { buffer in
+            try handle.read(offset: offset, count: count, into: buffer)
+        }
     }
 
     private func handle(_ number: UInt32) throws -> ProtectedFileHandle {

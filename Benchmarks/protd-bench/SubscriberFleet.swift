@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import ProtectionTestSupport
 
 /// The lock fan-out's subscribers, spread over processes of their own
@@ -26,8 +27,6 @@ final class SubscriberFleet {
     private let subscribers: Int
     private let processes: [Process]
     private let input: FileHandle
-    /// Kept open for the readability handler that feeds `lines`.
-    private let output: FileHandle
     private var lines: AsyncStream<String?>.Iterator
 
     /// Starts the processes for `subscribers` and returns once every
@@ -64,7 +63,7 @@ final class SubscriberFleet {
         try input.fileHandleForReading.close()
         try output.fileHandleForWriting.close()
         let fleet = SubscriberFleet(origin: origin, subscribers: subscribers, processes: processes,
-                                    input: input.fileHandleForWriting, output: output.fileHandleForReading,
+                                    input: input.fileHandleForWriting,
                                     lines: stream.makeAsyncIterator())
         for _ in 0..<count {
             let words = try await fleet.nextLine()
@@ -74,12 +73,11 @@ final class SubscriberFleet {
     }
 
     private init(origin: ContinuousClock.Instant, subscribers: Int, processes: [Process], input: FileHandle,
-                 output: FileHandle, lines: AsyncStream<String?>.Iterator) {
+                 lines: AsyncStream<String?>.Iterator) {
         self.origin = origin
         self.subscribers = subscribers
         self.processes = processes
         self.input = input
-        self.output = output
         self.lines = lines
     }
 
@@ -115,18 +113,25 @@ final class SubscriberFleet {
     }
 
     /// Feeds each complete line `pipe` delivers into `continuation`, then
-    /// nil when the output ends (every child exited).
+    /// nil when the output ends (every child exited). A thread blocked in
+    /// read(2), not `readabilityHandler`: tearing down that handler's
+    /// dispatch read source can crash libdispatch's epoll bookkeeping on
+    /// Linux (swift-corelibs-libdispatch issue 949), and did, in CI.
     private static func forwardLines(of pipe: Pipe, to continuation: AsyncStream<String?>.Continuation) {
-        let splitter = LineSplitter()
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                continuation.yield(nil)
-                continuation.finish()
-                return
+        let handle = pipe.fileHandleForReading
+        let reader = Thread {
+            // The closure holds `handle`, so its descriptor stays open until the loop ends.
+            let splitter = LineSplitter()
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                for line in splitter.lines(appending: Data(buffer[..<count])) { continuation.yield(line) }
             }
-            for line in splitter.lines(appending: data) { continuation.yield(line) }
+            continuation.yield(nil)
+            continuation.finish()
         }
+        reader.start()
     }
 }

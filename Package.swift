@@ -146,6 +146,7 @@ let package = Package(
             dependencies: [
                 "ProtectionWire", "ProtectionCore",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
@@ -164,6 +165,7 @@ let package = Package(
                 "ProtectionDaemon", "ProtectionCore", "ProtectionWire", "CPeerCredentials", "ProtectionTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -65,7 +65,7 @@ final class Connection: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(
                             ByteToMessageHandler(FrameDecoder(maximumFrameLength: Connection.clientFrameLimit)))
-                        try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
+                        try channel.pipeline.syncOperations.addHandler(FrameWriter())
                         try channel.pipeline.syncOperations.addHandler(RouterHandler(router: router))
                         return try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: channel)
                     }

@@ -72,18 +72,50 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
     }
 }
 
-/// Writes frames with their length prefix.
-public struct FrameEncoder: MessageToByteEncoder {
-    public typealias OutboundIn = Frame
+extension Frame {
+    /// Bytes of the length prefix, type and request id before the body.
+    public static let prefixByteCount = 4 + headerByteCount
 
-    /// Makes an encoder.
+    /// Appends the frame's wire form (length prefix, type, id, body) to `buffer`.
+    public func encode(into buffer: inout ByteBuffer) {
+        encodePrefix(into: &buffer)
+        var body = body
+        buffer.writeBuffer(&body)
+    }
+
+    /// Appends the length prefix, type and request id, without the body.
+    func encodePrefix(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(UInt32(Frame.headerByteCount + body.readableBytes), endianness: .big)
+        buffer.writeInteger(type)
+        buffer.writeInteger(requestID, endianness: .big)
+    }
+}
+
+/// Writes frames with their length prefix. A small body is copied behind
+/// its prefix into one buffer; a body larger than `copyLimit` is passed on
+/// as it is, after a buffer holding only the prefix, so a data chunk is not
+/// copied again on its way to the socket (NIO sends both in one writev).
+public final class FrameWriter: ChannelOutboundHandler, RemovableChannelHandler {
+    public typealias OutboundIn = Frame
+    public typealias OutboundOut = ByteBuffer
+
+    /// The largest body copied behind its prefix.
+    public static let copyLimit = 16 * 1024
+
+    /// Makes a writer.
     public init() {}
 
-    public func encode(data frame: Frame, out: inout ByteBuffer) throws {
-        out.writeInteger(UInt32(Frame.headerByteCount + frame.body.readableBytes), endianness: .big)
-        out.writeInteger(frame.type)
-        out.writeInteger(frame.requestID, endianness: .big)
-        var body = frame.body
-        out.writeBuffer(&body)
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let frame = unwrapOutboundIn(data)
+        guard frame.body.readableBytes > Self.copyLimit else {
+            var buffer = context.channel.allocator.buffer(capacity: Frame.prefixByteCount + frame.body.readableBytes)
+            frame.encode(into: &buffer)
+            context.write(wrapOutboundOut(buffer), promise: promise)
+            return
+        }
+        var prefix = context.channel.allocator.buffer(capacity: Frame.prefixByteCount)
+        frame.encodePrefix(into: &prefix)
+        context.write(wrapOutboundOut(prefix), promise: nil)
+        context.write(wrapOutboundOut(frame.body), promise: promise)
     }
 }

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOEmbedded
 import NIOTestUtils
 import ProtectionCore
 import ProtectionWire
@@ -6,9 +7,9 @@ import Testing
 
 @Suite("Frame codec")
 struct FrameCodecTests {
-    private func encoded(_ frame: Frame) throws -> ByteBuffer {
+    private func encoded(_ frame: Frame) -> ByteBuffer {
         var out = ByteBuffer()
-        try FrameEncoder().encode(data: frame, out: &out)
+        frame.encode(into: &out)
         return out
     }
 
@@ -19,10 +20,29 @@ struct FrameCodecTests {
     @Test("the decoder handles frames split and joined at every byte (ByteToMessageDecoderVerifier)")
     func verifier() throws {
         let frames = [frame(0x02, 1, []), frame(0x08, 7, Array(0..<200)), frame(0x80, 0xFFFF_FFFF, [1])]
-        let pairs = try frames.map { (try encoded($0), [$0]) }
+        let pairs = frames.map { (encoded($0), [$0]) }
         try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) {
             FrameDecoder(maximumFrameLength: 1024)
         }
+    }
+
+    @Test("the writer sends a small frame as one buffer and a large one as its prefix, then its body uncopied")
+    func writerSplitsLargeFrames() throws {
+        let channel = EmbeddedChannel(handler: FrameWriter())
+        let small = frame(0x08, 3, Array(repeating: 7, count: FrameWriter.copyLimit))
+        let large = frame(0x08, 4, (0..<(FrameWriter.copyLimit + 1)).map { UInt8(truncatingIfNeeded: $0) })
+        try channel.writeOutbound(small)
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == encoded(small))
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+        try channel.writeOutbound(large)
+        var joined = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        #expect(joined.readableBytes == Frame.prefixByteCount)
+        var body = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        let bodyAddress = body.withUnsafeReadableBytes { $0.baseAddress }
+        #expect(bodyAddress == large.body.withUnsafeReadableBytes { $0.baseAddress }, "the body was copied")
+        joined.writeBuffer(&body)
+        #expect(joined == encoded(large))
+        #expect(try channel.finish().isClean)
     }
 
     @Test("a frame longer than the limit is refused before its body arrives")

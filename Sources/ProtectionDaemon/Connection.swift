@@ -12,6 +12,8 @@ final class Connection {
     private let peer: PeerCredentials
     private let context: ConnectionContext
     private let outbound: NIOAsyncChannelOutboundWriter<Frame>
+    /// Where the hub writes this connection's events, once it subscribes.
+    private let events: EventSinkReference
     private let logger: Logger
     private var handles: [UInt32: ProtectedFileHandle] = [:]
     private var nextHandle: UInt32 = 1
@@ -23,10 +25,12 @@ final class Connection {
 
     private var namespace: Namespace { Namespace(uid: peer.uid) }
 
-    init(peer: PeerCredentials, context: ConnectionContext, outbound: NIOAsyncChannelOutboundWriter<Frame>) {
+    init(peer: PeerCredentials, context: ConnectionContext, outbound: NIOAsyncChannelOutboundWriter<Frame>,
+         events: EventSinkReference) {
         self.peer = peer
         self.context = context
         self.outbound = outbound
+        self.events = events
         var logger = context.logger
         logger[metadataKey: "protd.peer.uid"] = "\(peer.uid)"
         logger[metadataKey: "protd.peer.pid"] = "\(peer.pid)"
@@ -252,14 +256,10 @@ final class Connection {
             return .ok
         case .subscribe:
             if subscription == nil {
-                let (subscriber, events) = context.hub.subscribe()
-                subscription = subscriber
+                subscription = context.hub.subscribe(events)
                 try await send(.subscribed(await statusReport()), id: id)
-                let outbound = outbound
-                // The hub's frames are encoded once for every subscriber; send them as they are.
-                group.addTask {
-                    for await frame in events { try await outbound.write(frame) }
-                }
+                // Events that came meanwhile wait in the sink, to go out after the answer.
+                events.start()
                 return nil
             }
             return .subscribed(await statusReport())

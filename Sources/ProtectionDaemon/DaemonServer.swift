@@ -37,19 +37,21 @@ public final class DaemonServer: Service {
 
     public func run() async throws {
         let maximumFrameLength = context.maximumFrameLength
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<(PeerCredentials, NIOAsyncChannel<Frame, Frame>)> = { channel in
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
             PeerCredentials.read(from: channel).flatMapThrowing { peer in
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength)))
-                try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(FrameEncoder()))
-                return (peer, try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: channel))
+                try channel.pipeline.syncOperations.addHandler(FrameWriter())
+                let events = try EventSinkReference.install(in: channel)
+                return AcceptedConnection(peer: peer, events: events,
+                                          channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel))
             }
         }
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.recvAllocator, value: WireProtocol.receiveBufferAllocator)
             .childChannelOption(.socketOption(.so_sndbuf), value: WireProtocol.socketBufferBytes)
-        let server: NIOAsyncChannel<(PeerCredentials, NIOAsyncChannel<Frame, Frame>), Never>
+        let server: NIOAsyncChannel<AcceptedConnection, Never>
         switch listener {
         case .path(let path, let mode, let group):
             try ListeningSocket.prepare(path: path)
@@ -65,8 +67,8 @@ public final class DaemonServer: Service {
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
-                    for try await (peer, connection) in inbound {
-                        group.addTask { await self.serve(connection, peer: peer) }
+                    for try await accepted in inbound {
+                        group.addTask { await self.serve(accepted) }
                     }
                 }
             }
@@ -79,7 +81,8 @@ public final class DaemonServer: Service {
         context.logger.notice("stopped serving")
     }
 
-    private func serve(_ connection: NIOAsyncChannel<Frame, Frame>, peer: PeerCredentials) async {
+    private func serve(_ accepted: AcceptedConnection) async {
+        let (connection, peer) = (accepted.channel, accepted.peer)
         guard registry.add(connection.channel, limit: maximumConnections) else {
             context.logger.warning("connection refused: too many connections",
                                    metadata: ["protd.peer.uid": "\(peer.uid)"])
@@ -93,10 +96,21 @@ public final class DaemonServer: Service {
         defer { registry.remove(connection.channel) }
         do {
             try await connection.executeThenClose { inbound, outbound in
-                await Connection(peer: peer, context: context, outbound: outbound).run(inbound: inbound)
+                await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events)
+                    .run(inbound: inbound)
             }
         } catch {
             context.logger.debug("connection closed with an error", metadata: ["protd.error": "\(error)"])
         }
     }
+}
+
+/// A connection as the server's channel initializer hands it over.
+private struct AcceptedConnection: Sendable {
+    /// Who is on the other end.
+    let peer: PeerCredentials
+    /// The connection's event sink, for a subscription.
+    let events: EventSinkReference
+    /// Frames in and out.
+    let channel: NIOAsyncChannel<Frame, Frame>
 }

@@ -1,18 +1,28 @@
 internal import Glibc
+internal import NIOCore
 internal import ProtectionCore
 internal import ProtectionWire
 internal import Synchronization
 
-/// Fans lock events out to subscribers. Each subscriber has its own bounded
-/// buffer that keeps the newest events, so a slow or dead subscriber never
-/// delays the others or the lock. Each event is encoded once: every
-/// subscriber's buffer holds the same frame, whose bytes are shared.
+/// Where the hub sends one subscriber's event frames.
+protocol EventReceiver: Sendable {
+    /// The event loop `deliver` runs on.
+    var eventLoop: any EventLoop { get }
+    /// Takes frames to send, in order; called on `eventLoop`, so it must
+    /// not block or wait for the subscriber.
+    func deliver(_ frames: [Frame])
+}
+
+/// Fans lock events out to subscribers. Each subscriber's receiver keeps a
+/// bounded buffer of the newest events (`EventSink`), so a slow or dead
+/// subscriber never delays the others or the lock. Each event is encoded
+/// once: every subscriber gets the same frame, whose bytes are shared.
 public final class EventHub: Sendable {
     /// Events kept per subscriber when it does not read.
     public static let bufferSize = 64
 
     private struct State {
-        var subscribers: [SubscriberID: AsyncStream<Frame>.Continuation] = [:]
+        var subscribers: [SubscriberID: any EventReceiver] = [:]
         var nextID: UInt64 = 1
     }
 
@@ -21,23 +31,20 @@ public final class EventHub: Sendable {
     /// Makes an empty hub.
     public init() {}
 
-    /// Registers a subscriber; its stream of event frames (request id 0,
-    /// ready to send) ends on `unsubscribe`.
-    func subscribe() -> (SubscriberID, AsyncStream<Frame>) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Frame.self,
-                                                            bufferingPolicy: .bufferingNewest(Self.bufferSize))
-        let id = state.withLock { state in
+    /// Registers a subscriber; `receiver` gets event frames (request id 0,
+    /// ready to send) until `unsubscribe`.
+    func subscribe(_ receiver: any EventReceiver) -> SubscriberID {
+        state.withLock { state in
             let id = SubscriberID(state.nextID)
             state.nextID += 1
-            state.subscribers[id] = continuation
+            state.subscribers[id] = receiver
             return id
         }
-        return (id, stream)
     }
 
-    /// Removes a subscriber and finishes its stream.
+    /// Removes a subscriber; it gets nothing more.
     func unsubscribe(_ id: SubscriberID) {
-        state.withLock { $0.subscribers.removeValue(forKey: id) }?.finish()
+        _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
 
     /// The subscribers a lock must wait for.
@@ -50,19 +57,19 @@ public final class EventHub: Sendable {
     func broadcast(_ events: [ProtectionEvent]) {
         guard !events.isEmpty else { return }
         let frames = events.map { Response.event(WireEvent($0)).frame(requestID: 0) }
-        let continuations = state.withLock { Array($0.subscribers.values) }
-        for continuation in continuations {
-            for frame in frames { continuation.yield(frame) }
+        let receivers = state.withLock { Array($0.subscribers.values) }
+        // One hop per event loop, which then writes to all of its subscribers
+        // before it reads anything more, their acknowledgements included.
+        for group in Dictionary(grouping: receivers, by: { ObjectIdentifier($0.eventLoop) }).values {
+            group[0].eventLoop.execute {
+                for receiver in group { receiver.deliver(frames) }
+            }
         }
     }
 
-    /// Ends every subscriber's stream (shutdown).
+    /// Forgets every subscriber (shutdown).
     func finishAll() {
-        let continuations = state.withLock { state in
-            defer { state.subscribers.removeAll() }
-            return Array(state.subscribers.values)
-        }
-        for continuation in continuations { continuation.finish() }
+        state.withLock { $0.subscribers.removeAll() }
     }
 }
 

@@ -1,0 +1,85 @@
+internal import NIOCore
+internal import ProtectionWire
+
+/// One subscriber's end of the event hub, in its connection's pipeline. It
+/// writes event frames from the event loop itself, with no task between the
+/// hub and the socket. While the socket cannot take more, it keeps the
+/// newest `EventHub.bufferSize` frames, so a client that does not read
+/// costs a bounded amount and delays no one. Frames wait until `start()`,
+/// which the connection calls once its `subscribed` answer has gone out.
+final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = Frame
+    typealias InboundOut = Frame
+    typealias OutboundOut = Frame
+
+    private var context: ChannelHandlerContext?
+    private var pending = CircularBuffer<Frame>(initialCapacity: 4)
+    private var started = false
+
+    /// Makes a sink that holds frames until `start()`.
+    init() {}
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        pending.removeAll()
+    }
+
+    /// Sends what is waiting, and from now on every frame as it comes.
+    func start() {
+        started = true
+        drain()
+    }
+
+    /// Sends `frames` after those waiting; while the socket is full, keeps
+    /// only the newest `EventHub.bufferSize`.
+    func deliver(_ frames: [Frame]) {
+        for frame in frames {
+            if pending.count == EventHub.bufferSize { pending.removeFirst() }
+            pending.append(frame)
+        }
+        drain()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        drain()
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func drain() {
+        guard started, let context, !pending.isEmpty else { return }
+        var wrote = false
+        while context.channel.isWritable, let frame = pending.popFirst() {
+            context.write(wrapOutboundOut(frame), promise: nil)
+            wrote = true
+        }
+        if wrote { context.flush() }
+    }
+}
+
+/// The hub's reference to an `EventSink`, to pass between threads; the
+/// sink itself is used on its event loop only.
+struct EventSinkReference: EventReceiver {
+    private let sink: NIOLoopBound<EventSink>
+
+    /// Adds a new sink to `channel`'s pipeline; call on its event loop.
+    static func install(in channel: any Channel) throws -> EventSinkReference {
+        let sink = EventSink()
+        try channel.pipeline.syncOperations.addHandler(sink)
+        return EventSinkReference(sink: NIOLoopBound(sink, eventLoop: channel.eventLoop))
+    }
+
+    private init(sink: NIOLoopBound<EventSink>) { self.sink = sink }
+
+    var eventLoop: any EventLoop { sink.eventLoop }
+
+    func deliver(_ frames: [Frame]) {
+        sink.value.deliver(frames)
+    }
+
+    /// Starts the sink sending (see `EventSink.start()`), from any thread.
+    func start() {
+        sink.eventLoop.execute { [sink] in sink.value.start() }
+    }
+}

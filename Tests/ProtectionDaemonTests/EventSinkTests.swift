@@ -1,0 +1,64 @@
+import NIOCore
+import NIOEmbedded
+@testable import ProtectionDaemon
+import ProtectionWire
+import Testing
+
+/// The sink in a real (embedded) pipeline: it holds events until the
+/// subscription's answer is out, then writes them from the event loop, and
+/// keeps only the newest while the socket is full.
+@Suite("Event sink")
+struct EventSinkTests {
+    private static func frame(_ sequence: UInt64) -> Frame {
+        Response.event(WireEvent(EventHubTests.event(sequence))).frame(requestID: 0)
+    }
+
+    private static func written(_ channel: EmbeddedChannel) throws -> [UInt64] {
+        var sequences: [UInt64] = []
+        while let frame = try channel.readOutbound(as: Frame.self) {
+            sequences.append(try EventHubTests.sequence(of: frame))
+        }
+        return sequences
+    }
+
+    @Test("frames wait until start, then go out in order, and later ones go out at once")
+    func holdsUntilStarted() throws {
+        let sink = EventSink()
+        let channel = EmbeddedChannel(handler: sink)
+        sink.deliver([Self.frame(1), Self.frame(2)])
+        #expect(try Self.written(channel) == [])
+        sink.start()
+        #expect(try Self.written(channel) == [1, 2])
+        sink.deliver([Self.frame(3)])
+        #expect(try Self.written(channel) == [3])
+        #expect(try channel.finish().isClean)
+    }
+
+    @Test("while the socket is full the sink keeps only the newest frames, and sends them when it drains")
+    func keepsNewestWhileUnwritable() throws {
+        let sink = EventSink()
+        let channel = EmbeddedChannel(handler: sink)
+        sink.start()
+        channel.isWritable = false
+        let total = UInt64(EventHub.bufferSize * 3)
+        for sequence in 1...total { sink.deliver([Self.frame(sequence)]) }
+        #expect(try Self.written(channel) == [])
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        #expect(try Self.written(channel) == Array((total - UInt64(EventHub.bufferSize) + 1)...total))
+        #expect(try channel.finish().isClean)
+    }
+
+    @Test("the hub's reference delivers through the sink's event loop")
+    func referenceDeliversOnTheLoop() throws {
+        let channel = EmbeddedChannel()
+        let reference = try EventSinkReference.install(in: channel)
+        let hub = EventHub()
+        _ = hub.subscribe(reference)
+        hub.broadcast([EventHubTests.event(5)])
+        reference.start()
+        channel.embeddedEventLoop.run()
+        #expect(try Self.written(channel) == [5])
+        #expect(try channel.finish().isClean)
+    }
+}

@@ -114,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "protd-bench-subscribers",
             dependencies: [
-                "DataProtection",
+                "DataProtection", "ProtectionTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/protd-bench-subscribers",

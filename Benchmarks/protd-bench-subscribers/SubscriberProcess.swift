@@ -25,6 +25,9 @@ struct SubscriberProcess: AsyncParsableCommand {
     @Option(help: "The clock origin: a ContinuousClock.Instant as JSON; receipt times are reported from it.")
     var origin: String
 
+    @Flag(help: "Plain Unix sockets to protd-bench itself, for its fan-out floor: no client library, no protd.")
+    var plain = false
+
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
     }
@@ -32,7 +35,9 @@ struct SubscriberProcess: AsyncParsableCommand {
     func run() async throws {
         let originInstant = try JSONDecoder().decode(ContinuousClock.Instant.self, from: Data(origin.utf8))
         Self.exitWhenInputEnds()
-        try await serve(log: DeliveryLog(subscribers: count, origin: originInstant))
+        let log = DeliveryLog(subscribers: count, origin: originInstant)
+        if plain { try PlainSocketSubscribers.serve(socketPath: socket, count: count, log: log) }
+        try await serve(log: log)
     }
 
     /// Connects and subscribes `count` clients, says `ready`, then notes

@@ -9,40 +9,57 @@ struct LockWorkload {
     let report: Report
 
     /// Delivery latency of willBecomeUnavailable to every subscriber, and
-    /// lock completion when all acknowledge at once. The subscribers live in
-    /// processes of their own (`SubscriberFleet`); each acknowledges as soon
-    /// as it has the event. Latency runs from just before the lock request
-    /// to each subscriber's receipt, on the clock all processes share.
+    /// lock completion when all acknowledge at once; then the same for the
+    /// floor (`FanOutFloor`), as a bound. The subscribers live in processes
+    /// of their own (`SubscriberFleet`); each acknowledges as soon as it has
+    /// the event. Latency runs from just before the lock request to each
+    /// subscriber's receipt, on the clock all processes share.
     func fanOut(daemon: DaemonProcess, admin: DataProtectionClient) async throws {
         let count = options.subscribers
-        let fleet = try await SubscriberFleet.launch(subscribers: count, socketPath: daemon.socketPath)
+        let setup = "subscribers in \((count + SubscriberFleet.subscribersPerProcess - 1) / SubscriberFleet.subscribersPerProcess) "
+            + "processes of \(SubscriberFleet.helperName) (at most \(SubscriberFleet.subscribersPerProcess) each), each "
+            + "acknowledging at once; \(options.repetitions) rounds pooled"
+        let protd = try await fanOutThroughProtd(daemon: daemon, admin: admin)
+        addRows(protd, label: "lock fan-out, \(count) subscribers", targets: true,
+                deliveryNote: "from just before the lock request to each subscriber's receipt of willBecomeUnavailable, "
+                    + "on ContinuousClock (CLOCK_MONOTONIC, the same in every process); " + setup,
+                completionNote: "from the lock request to its answer (lock with wait), delivery to every subscriber and "
+                    + "their acknowledgements included; " + setup)
+        let floor = try await FanOutFloor.measure(subscribers: count, rounds: options.repetitions, directory: options.dir)
+        addRows(floor, label: "lock fan-out floor, \(count) sockets", targets: false,
+                deliveryNote: "no protd, no client library: protd-bench writes 8 bytes to each plain Unix socket; " + setup,
+                completionNote: "until protd-bench has read every subscriber's 8-byte acknowledgement")
+        let f = Report.format
+        report.bound("lock fan-out: the same \(count) subscriber processes on plain Unix sockets, served by protd-bench "
+                     + "with no protd and no client library, get their notification at p99 \(f(floor.deliveryMilliseconds(0.99))) ms "
+                     + "and all acknowledge in \(f(floor.completionMilliseconds.median)) ms; the targets ask 20 and 50 ms, "
+                     + "protd takes \(f(protd.deliveryMilliseconds(0.99))) and \(f(protd.completionMilliseconds.median)) ms")
+    }
+
+    private func fanOutThroughProtd(daemon: DaemonProcess, admin: DataProtectionClient) async throws -> FanOutTimes {
+        let fleet = try await SubscriberFleet.launch(subscribers: options.subscribers, socketPath: daemon.socketPath)
         defer { fleet.stop() }
-        var delivery: [Double] = []
-        var completion: [Double] = []
+        var times = FanOutTimes()
         for _ in 0..<options.repetitions {
             let started = ContinuousClock.now
             try await admin.lock(grace: .seconds(30), waitUntilLocked: true)
-            completion.append(seconds(since: started))
+            times.completion.append(seconds(since: started))
             let sent = fleet.origin.duration(to: started)
-            delivery += try await fleet.nextDelivery().map { ($0 - sent) / .seconds(1) }
+            times.delivery += try await fleet.nextDelivery().map { ($0 - sent) / .seconds(1) }
             try await admin.unlock(passcode: "bench")
         }
-        let sorted = delivery.sorted()
-        func percentile(_ p: Double) -> Double { sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000 }
-        let label = "lock fan-out, \(count) subscribers"
-        let setup = "subscribers in \(fleet.processCount) processes of \(SubscriberFleet.helperName) (at most "
-            + "\(SubscriberFleet.subscribersPerProcess) each), each acknowledging at once; \(options.repetitions) locks pooled"
-        report.add(Row(workload: label, measure: "delivery p50", unit: "ms", sample: Sample(values: [percentile(0.5)])))
-        report.add(Row(workload: label, measure: "delivery p99", unit: "ms", sample: Sample(values: [percentile(0.99)]),
-                       target: "<= 20 ms", met: percentile(0.99) <= 20,
-                       note: "from just before the lock request to each subscriber's receipt of willBecomeUnavailable, "
-                           + "on ContinuousClock (CLOCK_MONOTONIC, the same in every process); " + setup))
-        report.add(Row(workload: label, measure: "delivery max", unit: "ms", sample: Sample(values: [percentile(1)])))
-        let completionMs = Sample(values: completion.map { $0 * 1000 })
-        report.add(Row(workload: label, measure: "lock complete, all acknowledge", unit: "ms", sample: completionMs,
-                       target: "<= 50 ms", met: completionMs.median <= 50,
-                       note: "from the lock request to its answer (lock with wait), delivery to every subscriber and "
-                           + "their acknowledgements included; " + setup))
+        return times
+    }
+
+    private func addRows(_ times: FanOutTimes, label: String, targets: Bool, deliveryNote: String, completionNote: String) {
+        let p99 = times.deliveryMilliseconds(0.99)
+        report.add(Row(workload: label, measure: "delivery p50", unit: "ms", sample: Sample(values: [times.deliveryMilliseconds(0.5)])))
+        report.add(Row(workload: label, measure: "delivery p99", unit: "ms", sample: Sample(values: [p99]),
+                       target: targets ? "<= 20 ms" : "", met: targets ? p99 <= 20 : nil, note: deliveryNote))
+        report.add(Row(workload: label, measure: "delivery max", unit: "ms", sample: Sample(values: [times.deliveryMilliseconds(1)])))
+        let completion = times.completionMilliseconds
+        report.add(Row(workload: label, measure: "lock complete, all acknowledge", unit: "ms", sample: completion,
+                       target: targets ? "<= 50 ms" : "", met: targets ? completion.median <= 50 : nil, note: completionNote))
     }
 
     /// Unlock time at the KDF cost the daemon was started with.

@@ -30,8 +30,9 @@ final class SubscriberFleet {
     private var lines: AsyncStream<String?>.Iterator
 
     /// Starts the processes for `subscribers` and returns once every
-    /// subscriber is subscribed and listening.
-    static func launch(subscribers: Int, socketPath: String) async throws -> SubscriberFleet {
+    /// subscriber is subscribed and listening. `arguments` go to every
+    /// process (`--plain` for the fan-out floor).
+    static func launch(subscribers: Int, socketPath: String, arguments: [String] = []) async throws -> SubscriberFleet {
         let helper = CommandRunner.builtProduct(helperName)
         guard FileManager.default.isExecutableFile(atPath: helper) else {
             throw ChildFailed(description: "\(helper) is missing; build it with `swift build -c release --product protd-bench`")
@@ -48,7 +49,7 @@ final class SubscriberFleet {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: helper)
             let share = subscribers / count + (index < subscribers % count ? 1 : 0)
-            process.arguments = ["--socket", socketPath, "--count", "\(share)", "--origin", originJSON]
+            process.arguments = ["--socket", socketPath, "--count", "\(share)", "--origin", originJSON] + arguments
             // File handles, not pipes: Process closes a pipe's far end after the first child.
             process.standardInput = input.fileHandleForReading
             process.standardOutput = output.fileHandleForWriting

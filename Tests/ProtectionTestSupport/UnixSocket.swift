@@ -1,8 +1,8 @@
-internal import Glibc
+public import Glibc
 
 /// A Unix socket of `type`, connected or bound to `path` by `operation`
 /// (`connect` or `bind`); nil on failure.
-func unixSocket(
+public func unixSocket(
     type: Int32, path: String, _ operation: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32
 ) -> Int32? {
     let fd = socket(AF_UNIX, type, 0)

@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+import ProtectionTestSupport
+
+/// The lock fan-out's floor on this machine: the same subscriber processes
+/// (`protd-bench-subscribers --plain`), on plain Unix sockets served by
+/// protd-bench itself, with no protd and no client library. Each lock is an
+/// 8-byte write to every connection and an 8-byte acknowledgement read
+/// back from each: what notifying that many connections in other processes
+/// and hearing back from all of them costs here before any of protd's work.
+struct FanOutFloor {
+    struct Failed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Runs the floor in `directory` (its socket goes there).
+    static func measure(subscribers: Int, rounds: Int, directory: String) async throws -> FanOutTimes {
+        let path = directory + "/floor-\(getpid()).sock"
+        unlink(path)
+        guard let listener = unixSocket(type: Int32(SOCK_STREAM.rawValue), path: path, bind) else {
+            throw Failed(description: "cannot bind \(path): \(String(cString: strerror(errno)))")
+        }
+        defer {
+            close(listener)
+            unlink(path)
+        }
+        guard listen(listener, Int32(subscribers)) == 0 else {
+            throw Failed(description: "cannot listen on \(path): \(String(cString: strerror(errno)))")
+        }
+        // The children connect into the backlog and say ready; accept afterwards.
+        let fleet = try await SubscriberFleet.launch(subscribers: subscribers, socketPath: path, arguments: ["--plain"])
+        defer { fleet.stop() }
+        var connections: [Int32] = []
+        defer { for fd in connections { close(fd) } }
+        for _ in 0..<subscribers {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else { throw Failed(description: "accept failed: \(String(cString: strerror(errno)))") }
+            connections.append(fd)
+        }
+        var result = FanOutTimes()
+        for round in 1...UInt64(rounds) {
+            let started = ContinuousClock.now
+            for fd in connections {
+                var sequence = round
+                guard write(fd, &sequence, 8) == 8 else { throw Failed(description: "a floor subscriber went away") }
+            }
+            for fd in connections {
+                var acknowledged: UInt64 = 0
+                guard read(fd, &acknowledged, 8) == 8, acknowledged == round else {
+                    throw Failed(description: "a floor subscriber did not acknowledge round \(round)")
+                }
+            }
+            result.completion.append(seconds(since: started))
+            let sent = fleet.origin.duration(to: started)
+            result.delivery += try await fleet.nextDelivery().map { ($0 - sent) / .seconds(1) }
+        }
+        return result
+    }
+}
+
+/// Delivery latencies (pooled over rounds) and completion times (one per
+/// round) of a fan-out, in seconds.
+struct FanOutTimes {
+    var delivery: [Double] = []
+    var completion: [Double] = []
+
+    /// The `p` quantile of delivery (0...1), in milliseconds.
+    func deliveryMilliseconds(_ p: Double) -> Double {
+        let sorted = delivery.sorted()
+        return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
+    }
+
+    /// Completion times in milliseconds.
+    var completionMilliseconds: Sample { Sample(values: completion.map { $0 * 1000 }) }
+}

@@ -133,6 +133,20 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
         return try body(UnsafeRawBufferPointer(start: storage.pointer, count: count))
     }
 
+    /// Holds this secret's guarded memory open (read-write) while `body`
+    /// runs, so that the accesses inside it, to this secret or to any other
+    /// sharing its slab (new ones included), change no page protection: one
+    /// `mprotect` pair for a burst of key work instead of a pair per access
+    /// (a new file cost fourteen). Each `mprotect` also interrupts the other
+    /// cores to flush their TLBs, which is slow in a virtual machine. Keep
+    /// `body` to key work and the I/O that goes with it; the slab is back to
+    /// `PROT_NONE` when the last user leaves.
+    package func withMemoryOpen<R>(_ body: () throws -> R) rethrows -> R {
+        storage.region.beginWrite()
+        defer { storage.region.endWrite() }
+        return try body()
+    }
+
     /// Zeroes every byte the secret owns now and refuses all later use.
     /// Waits for readers that are already inside `withUnsafeBytes`, so nobody
     /// ever computes with a half-wiped key. Calling it twice is harmless.

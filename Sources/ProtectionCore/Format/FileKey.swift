@@ -20,13 +20,15 @@ final class FileKey: Sendable {
         guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
         }
-        let key = try generate()
-        do {
-            return (key, try key.makeHeader(protection: protection, segmentSize: segmentSize,
-                                             fileID: try SecureRandom.bytes(16), keys: keys))
-        } catch {
-            key.wipe()
-            throw error
+        return try keys.withMemoryOpen(for: protection) {
+            let key = try generate()
+            do {
+                return (key, try key.makeHeader(protection: protection, segmentSize: segmentSize,
+                                                 fileID: try SecureRandom.bytes(16), keys: keys))
+            } catch {
+                key.wipe()
+                throw error
+            }
         }
     }
 
@@ -61,6 +63,10 @@ final class FileKey: Sendable {
     /// class key is not in memory and `integrityFailure` when anything
     /// does not authenticate.
     static func unwrap(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
+        try keys.withMemoryOpen(for: header.protection) { try unwrapOpened(header, keys: keys) }
+    }
+
+    private static func unwrapOpened(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
         let key: FileKey
         do {
             switch header.protection {
@@ -130,6 +136,13 @@ final class FileKey: Sendable {
     /// each. Throws `secretWiped` once the key is wiped.
     func holdingAccess<R>(_ body: () throws -> R) throws -> R {
         try secret.withUnsafeBytes { _ in try body() }
+    }
+
+    /// Holds the key's guarded memory open for `body`
+    /// (`SecretBytes.withMemoryOpen`): sealing a last segment and wiping
+    /// the key then change page protection once.
+    func withMemoryOpen<R>(_ body: () throws -> R) rethrows -> R {
+        try secret.withMemoryOpen(body)
     }
 
     /// Zeroes the key; later use throws.

@@ -73,8 +73,10 @@ final class SegmentStreamWriter {
 
     /// Writes the final segment and wipes the key.
     func finish() throws {
-        defer { discard() }
-        try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
+        try key.withMemoryOpen {
+            defer { discard() }
+            try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
+        }
     }
 
     /// Wipes only the key; safe from another thread (a lock invalidating

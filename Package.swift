@@ -114,7 +114,8 @@ let package = Package(
         .executableTarget(
             name: "protd-bench-subscribers",
             dependencies: [
-                "DataProtection", "ProtectionTestSupport",
+                "DataProtection", "ProtectionTestSupport", "ProtectionWire",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/protd-bench-subscribers",

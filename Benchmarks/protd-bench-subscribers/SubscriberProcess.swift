@@ -28,6 +28,9 @@ struct SubscriberProcess: AsyncParsableCommand {
     @Flag(help: "Plain Unix sockets to protd-bench itself, for its fan-out floor: no client library, no protd.")
     var plain = false
 
+    @Flag(help: "protd's protocol spoken by hand, without the client library.")
+    var wire = false
+
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
     }
@@ -37,6 +40,7 @@ struct SubscriberProcess: AsyncParsableCommand {
         Self.exitWhenInputEnds()
         let log = DeliveryLog(subscribers: count, origin: originInstant)
         if plain { try PlainSocketSubscribers.serve(socketPath: socket, count: count, log: log) }
+        if wire { try WireSubscribers.serve(socketPath: socket, count: count, log: log) }
         try await serve(log: log)
     }
 

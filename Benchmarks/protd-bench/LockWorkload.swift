@@ -25,6 +25,11 @@ struct LockWorkload {
                     + "on ContinuousClock (CLOCK_MONOTONIC, the same in every process); " + setup,
                 completionNote: "from the lock request to its answer (lock with wait), delivery to every subscriber and "
                     + "their acknowledgements included; " + setup)
+        let wire = try await fanOutThroughProtd(daemon: daemon, admin: admin, subscriberArguments: ["--wire"])
+        addRows(wire, label: "lock fan-out, \(count) by hand", targets: false,
+                deliveryNote: "subscribers that speak protd's protocol by hand (hello, subscribe, acknowledge) in one "
+                    + "poll(2) loop per process, without the client library: protd's own share; " + setup,
+                completionNote: "as for the client library's subscribers")
         let floor = try await FanOutFloor.measure(subscribers: count, rounds: options.repetitions, directory: options.dir)
         addRows(floor, label: "lock fan-out floor, \(count) sockets", targets: false,
                 deliveryNote: "no protd, no client library: protd-bench writes 8 bytes to each plain Unix socket; " + setup,
@@ -33,11 +38,15 @@ struct LockWorkload {
         report.bound("lock fan-out: the same \(count) subscriber processes on plain Unix sockets, served by protd-bench "
                      + "with no protd and no client library, get their notification at p99 \(f(floor.deliveryMilliseconds(0.99))) ms "
                      + "and all acknowledge in \(f(floor.completionMilliseconds.median)) ms; the targets ask 20 and 50 ms, "
-                     + "protd takes \(f(protd.deliveryMilliseconds(0.99))) and \(f(protd.completionMilliseconds.median)) ms")
+                     + "protd takes \(f(protd.deliveryMilliseconds(0.99))) and \(f(protd.completionMilliseconds.median)) ms "
+                     + "with the client library's subscribers, \(f(wire.deliveryMilliseconds(0.99))) and "
+                     + "\(f(wire.completionMilliseconds.median)) ms with subscribers that speak its protocol by hand")
     }
 
-    private func fanOutThroughProtd(daemon: DaemonProcess, admin: DataProtectionClient) async throws -> FanOutTimes {
-        let fleet = try await SubscriberFleet.launch(subscribers: options.subscribers, socketPath: daemon.socketPath)
+    private func fanOutThroughProtd(daemon: DaemonProcess, admin: DataProtectionClient,
+                                    subscriberArguments: [String] = []) async throws -> FanOutTimes {
+        let fleet = try await SubscriberFleet.launch(subscribers: options.subscribers, socketPath: daemon.socketPath,
+                                                     arguments: subscriberArguments)
         defer { fleet.stop() }
         var times = FanOutTimes()
         for _ in 0..<options.repetitions {

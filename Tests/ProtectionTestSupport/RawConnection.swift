@@ -4,7 +4,8 @@ internal import Glibc
 /// A bare Unix-socket connection for sending the daemon malformed or
 /// hand-made frames.
 public final class RawConnection: @unchecked Sendable {
-    private let fd: Int32
+    /// The socket, for poll(2).
+    public let fd: Int32
 
     /// Connects to `path`.
     public init(path: String) throws {

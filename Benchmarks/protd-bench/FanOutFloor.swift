@@ -13,6 +13,16 @@ struct FanOutFloor {
         let description: String
     }
 
+    /// Why the floor cannot run for `subscribers`, or nil: the children
+    /// connect before protd-bench accepts, so they must all fit in the
+    /// listening socket's backlog, which the kernel caps at
+    /// net.core.somaxconn.
+    static func unavailableReason(subscribers: Int) -> String? {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8)) ?? ""
+        guard let limit = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), subscribers > limit else { return nil }
+        return "\(subscribers) subscribers exceed net.core.somaxconn (\(limit)), the backlog they must fit in"
+    }
+
     /// Runs the floor in `directory` (its socket goes there).
     static func measure(subscribers: Int, rounds: Int, directory: String) async throws -> FanOutTimes {
         let path = directory + "/floor-\(getpid()).sock"

@@ -30,6 +30,10 @@ struct LockWorkload {
                 deliveryNote: "subscribers that speak protd's protocol by hand (hello, subscribe, acknowledge) in one "
                     + "poll(2) loop per process, without the client library: protd's own share; " + setup,
                 completionNote: "as for the client library's subscribers")
+        if let reason = FanOutFloor.unavailableReason(subscribers: count) {
+            report.skip("lock fan-out floor: \(reason)")
+            return
+        }
         let floor = try await FanOutFloor.measure(subscribers: count, rounds: options.repetitions, directory: options.dir)
         addRows(floor, label: "lock fan-out floor, \(count) sockets", targets: false,
                 deliveryNote: "no protd, no client library: protd-bench writes 8 bytes to each plain Unix socket; " + setup,

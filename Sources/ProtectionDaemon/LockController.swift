@@ -7,11 +7,6 @@ internal import Sodium
 /// grace-period timer, takes acknowledgements, unlocks, and publishes every
 /// resulting event through the hub. Audit lines for lock, unlock and
 /// failed attempts are logged here (never a passcode).
-///
-/// The subscribers a lock waits for are tracked here, each acknowledgement
-/// in O(1); the store's state machine waits for one stand-in, `everyone`,
-/// which is acknowledged as soon as the last awaited subscriber has
-/// acknowledged or left.
 public actor LockController {
     private let store: ProtectedStore
     private let hub: EventHub
@@ -22,13 +17,6 @@ public actor LockController {
     private var nextWaiter: UInt64 = 0
     /// Sequence of the `willBecomeUnavailable` the current lock waits on.
     private var awaitedSequence: UInt64?
-    /// Subscribers the current lock still waits for.
-    private var awaitedSubscribers: Set<SubscriberID> = []
-
-    /// The one subscriber the store waits for during a lock: it stands for
-    /// `awaitedSubscribers`. The hub numbers subscribers from 1, so 0 is
-    /// never a real one.
-    private static let everyone = SubscriberID(0)
 
     /// Makes a controller over `store`, publishing to `hub`.
     public init(store: ProtectedStore, hub: EventHub, defaultGrace: Duration, logger: Logger) {
@@ -44,13 +32,7 @@ public actor LockController {
     /// Starts a lock (already authorised by the caller).
     func lock(grace: Duration?, by peer: PeerCredentials) throws {
         let grace = grace ?? defaultGrace
-        // Only a lock that starts now takes the subscribers of this moment;
-        // a second lock while `locking` keeps waiting for the first one's.
-        let starting = store.lockState == .unlocked
-        let subscribers = starting ? hub.subscriberIDs : []
-        let progress = try store.requestLock(grace: grace, now: .now,
-                                             subscribers: subscribers.isEmpty ? [] : [Self.everyone])
-        if starting && store.lockState == .locking { awaitedSubscribers = subscribers }
+        let progress = try store.requestLock(grace: grace, now: .now, subscribers: hub.subscriberIDs)
         logger.notice("lock requested", metadata: ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)",
                                                     "protd.lock.grace_ms": "\(grace.milliseconds)"])
         apply(progress)
@@ -124,12 +106,12 @@ public actor LockController {
     /// awaited acknowledgement completes the lock at once.
     func acknowledge(_ subscriber: SubscriberID, sequence: UInt64) {
         guard sequence == awaitedSequence else { return }
-        stopAwaiting(subscriber)
+        apply(store.acknowledge(subscriber))
     }
 
     /// A subscriber went away: the lock no longer waits for it.
     func subscriberLeft(_ subscriber: SubscriberID) {
-        stopAwaiting(subscriber)
+        apply(store.subscriberLeft(subscriber))
     }
 
     /// Stops the timer and releases waiters (shutdown).
@@ -139,11 +121,6 @@ public actor LockController {
         let waiters = lockedWaiters.values
         lockedWaiters.removeAll()
         for waiter in waiters { waiter.resume() }
-    }
-
-    private func stopAwaiting(_ subscriber: SubscriberID) {
-        guard awaitedSubscribers.remove(subscriber) != nil, awaitedSubscribers.isEmpty else { return }
-        apply(store.acknowledge(Self.everyone))
     }
 
     private func apply(_ progress: LockProgress) {
@@ -182,13 +159,12 @@ public actor LockController {
         hub.broadcast(events)
     }
 
-    /// Once the state has left `locking`: stops the timer, forgets the
-    /// awaited subscribers and answers every waiter.
+    /// Once the state has left `locking`: stops the timer and answers every
+    /// waiter.
     private func settleIfNotLocking() {
         guard store.lockState != .locking else { return }
         deadlineTimer?.cancel()
         deadlineTimer = nil
-        awaitedSubscribers = []
         let waiters = lockedWaiters.values
         lockedWaiters.removeAll()
         for waiter in waiters { waiter.resume() }

@@ -33,12 +33,7 @@ struct ClassKeys {
     /// access, when the file key shares the class key's slab (the usual
     /// case). Without that class key in memory, `body` runs as it is.
     func withMemoryOpen<R>(for protection: ProtectionClass, _ body: () throws -> R) rethrows -> R {
-        let anchor: SecretBytes? = switch protection {
-        case .complete: a
-        case .completeUnlessOpen: bPrivate
-        case .completeUntilFirstUserAuthentication: c
-        case .none: d
-        }
+        let anchor = protection == .completeUnlessOpen ? bPrivate : symmetricKey(for: protection)
         guard let anchor else { return try body() }
         return try anchor.withMemoryOpen(body)
     }

@@ -148,6 +148,9 @@ public struct LockStateMachine: Sendable {
 
     private mutating func stopWaiting(for subscriber: SubscriberID) -> [Action] {
         guard case .locking(let deadline, var waiting) = phase else { return [] }
+        // Drop the phase's reference first so the set changes in place: a
+        // copy per acknowledgement made a lock with many subscribers quadratic.
+        phase = .locked
         waiting.remove(subscriber)
         phase = .locking(deadline: deadline, waitingFor: waiting)
         return waiting.isEmpty ? complete() : []

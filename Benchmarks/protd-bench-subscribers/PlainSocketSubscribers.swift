@@ -3,7 +3,7 @@ import Glibc
 import ProtectionTestSupport
 
 /// Subscribers for protd-bench's fan-out floor: plain Unix-socket
-/// connections to protd-bench itself, served by one poll(2) loop, with no
+/// connections to protd-bench itself, served by one `PollLoop`, with no
 /// client library and no protd. Each reads an 8-byte sequence number, notes
 /// when, and writes it back as its acknowledgement.
 enum PlainSocketSubscribers {
@@ -13,30 +13,25 @@ enum PlainSocketSubscribers {
     /// Connects `count` sockets to `socketPath`, says `ready`, and serves
     /// them until the process exits.
     static func serve(socketPath: String, count: Int, log: DeliveryLog) throws -> Never {
-        var watched: [pollfd] = []
+        var sockets: [Int32] = []
         for _ in 0..<count {
             guard let fd = unixSocket(type: Int32(SOCK_STREAM.rawValue), path: socketPath, connect) else {
                 throw POSIXError(.init(rawValue: errno) ?? .ECONNREFUSED)
             }
-            watched.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
+            sockets.append(fd)
         }
         DeliveryLog.emit("ready")
-        while true {
-            let found = watched.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), -1) }
-            guard found >= 0 || errno == EINTR else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-            for index in watched.indices where watched[index].revents != 0 {
-                let fd = watched[index].fd
-                var sequence: UInt64 = 0
-                guard read(fd, &sequence, messageBytes) == messageBytes else {
-                    // protd-bench closed it (or broke it): stop watching.
-                    close(fd)
-                    watched[index].fd = -1
-                    continue
-                }
-                let receivedAt = ContinuousClock.now
-                _ = write(fd, &sequence, messageBytes)
-                log.record(sequence: sequence, receivedAt: receivedAt)
+        try PollLoop.run(sockets) { index in
+            var sequence: UInt64 = 0
+            guard read(sockets[index], &sequence, messageBytes) == messageBytes else {
+                // protd-bench closed it (or broke it): stop watching.
+                close(sockets[index])
+                return false
             }
+            let receivedAt = ContinuousClock.now
+            _ = write(sockets[index], &sequence, messageBytes)
+            log.record(sequence: sequence, receivedAt: receivedAt)
+            return true
         }
     }
 }

@@ -24,29 +24,22 @@ enum WireSubscribers {
             connections.append(connection)
         }
         DeliveryLog.emit("ready")
-        var watched = connections.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         var nextID: UInt32 = 3
-        while true {
-            let found = watched.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), -1) }
-            guard found >= 0 || errno == EINTR else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-            for index in watched.indices where watched[index].revents != 0 {
-                // Frames are small and written whole, so a readable socket holds at least one.
-                guard let frame = try connections[index].readFrame() else {
-                    watched[index].fd = -1
-                    continue
-                }
-                guard frame.type == MessageType.event.rawValue,
-                      case .event(let event) = try Response(frame: Frame(type: frame.type, requestID: frame.id,
-                                                                         body: ByteBuffer(bytes: frame.body))),
-                      event.kind == .willBecomeUnavailable
-                else { continue }  // the answers to acknowledgements, and the other events
-                let receivedAt = ContinuousClock.now
-                var acknowledgement = ByteBuffer()
-                Request.acknowledge(sequence: event.sequence).frame(requestID: nextID).encode(into: &acknowledgement)
-                nextID &+= 1
-                try connections[index].sendRaw(Array(acknowledgement.readableBytesView))
-                log.record(sequence: event.sequence, receivedAt: receivedAt)
-            }
+        try PollLoop.run(connections.map(\.fd)) { index in
+            // Frames are small and written whole, so a readable socket holds at least one.
+            guard let frame = try connections[index].readFrame() else { return false }
+            guard frame.type == MessageType.event.rawValue,
+                  case .event(let event) = try Response(frame: Frame(type: frame.type, requestID: frame.id,
+                                                                     body: ByteBuffer(bytes: frame.body))),
+                  event.kind == .willBecomeUnavailable
+            else { return true }  // the answers to acknowledgements, and the other events
+            let receivedAt = ContinuousClock.now
+            var acknowledgement = ByteBuffer()
+            Request.acknowledge(sequence: event.sequence).frame(requestID: nextID).encode(into: &acknowledgement)
+            nextID &+= 1
+            try connections[index].sendRaw(Array(acknowledgement.readableBytesView))
+            log.record(sequence: event.sequence, receivedAt: receivedAt)
+            return true
         }
     }
 }

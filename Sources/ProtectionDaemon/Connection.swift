@@ -256,10 +256,13 @@ final class Connection {
             return .ok
         case .subscribe:
             if subscription == nil {
-                subscription = context.hub.subscribe(events)
+                let subscriber = context.hub.subscribe(events)
+                subscription = subscriber
                 try await send(.subscribed(await statusReport()), id: id)
                 // Events that came meanwhile wait in the sink, to go out after the answer.
-                events.start()
+                events.start { [controller = context.lockController] sequence in
+                    controller.takeAcknowledgement(subscriber, sequence: sequence)
+                }
                 return nil
             }
             return .subscribed(await statusReport())

@@ -5,8 +5,13 @@ internal import ProtectionWire
 /// writes event frames from the event loop itself, with no task between the
 /// hub and the socket. While the socket cannot take more, it keeps the
 /// newest `EventHub.bufferSize` frames, so a client that does not read
-/// costs a bounded amount and delays no one. Frames wait until `start()`,
+/// costs a bounded amount and delays no one. Frames wait until `start`,
 /// which the connection calls once its `subscribed` answer has gone out.
+///
+/// Once started it also takes the subscriber's `acknowledge` requests on
+/// the event loop and answers them `ok` at once, ahead of any earlier
+/// request the connection is still serving (PROTOCOL.md section 4.3);
+/// every other frame goes on to the connection.
 final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = Frame
     typealias InboundOut = Frame
@@ -15,6 +20,8 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private var pending = CircularBuffer<Frame>(initialCapacity: 4)
     private var started = false
+    /// Takes an acknowledgement's sequence; set by `start`.
+    private var acknowledge: (@Sendable (UInt64) -> Void)?
 
     /// Makes a sink that holds frames until `start()`.
     init() {}
@@ -26,10 +33,24 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
         pending.removeAll()
     }
 
-    /// Sends what is waiting, and from now on every frame as it comes.
-    func start() {
+    /// Sends what is waiting, and from now on every frame as it comes;
+    /// `acknowledge` takes the subscriber's acknowledgements from now on.
+    func start(acknowledge: @escaping @Sendable (UInt64) -> Void) {
         started = true
+        self.acknowledge = acknowledge
         drain()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        guard let acknowledge, frame.type == MessageType.acknowledge.rawValue, frame.requestID != 0,
+              case .acknowledge(let sequence)? = try? Request(frame: frame) else {
+            // Malformed ones too: the connection answers them as usual.
+            context.fireChannelRead(data)
+            return
+        }
+        acknowledge(sequence)
+        context.writeAndFlush(wrapOutboundOut(Response.ok.frame(requestID: frame.requestID)), promise: nil)
     }
 
     /// Sends `frames` after those waiting; while the socket is full, keeps
@@ -78,8 +99,8 @@ struct EventSinkReference: EventReceiver {
         sink.value.deliver(frames)
     }
 
-    /// Starts the sink sending (see `EventSink.start()`), from any thread.
-    func start() {
-        sink.eventLoop.execute { [sink] in sink.value.start() }
+    /// Starts the sink (see `EventSink.start`), from any thread.
+    func start(acknowledge: @escaping @Sendable (UInt64) -> Void) {
+        sink.eventLoop.execute { [sink] in sink.value.start(acknowledge: acknowledge) }
     }
 }

@@ -15,8 +15,6 @@ public actor LockController {
     private var deadlineTimer: Task<Void, Never>?
     private var lockedWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     private var nextWaiter: UInt64 = 0
-    /// Sequence of the `willBecomeUnavailable` the current lock waits on.
-    private var awaitedSequence: UInt64?
 
     /// Makes a controller over `store`, publishing to `hub`.
     public init(store: ProtectedStore, hub: EventHub, defaultGrace: Duration, logger: Logger) {
@@ -105,8 +103,15 @@ public actor LockController {
     /// `sequence`; only the current lock's latest one counts. The last
     /// awaited acknowledgement completes the lock at once.
     func acknowledge(_ subscriber: SubscriberID, sequence: UInt64) {
-        guard sequence == awaitedSequence else { return }
-        apply(store.acknowledge(subscriber))
+        apply(store.acknowledge(subscriber, sequence: sequence))
+    }
+
+    /// `acknowledge` without waiting, from any thread (an event loop):
+    /// every acknowledgement but the last is taken by the store here and
+    /// now; the last, which completes the lock, goes on to the actor.
+    nonisolated func takeAcknowledgement(_ subscriber: SubscriberID, sequence: UInt64) {
+        guard !store.acknowledgeUnlessLast(subscriber, sequence: sequence) else { return }
+        Task { await acknowledge(subscriber, sequence: sequence) }
     }
 
     /// A subscriber went away: the lock no longer waits for it.
@@ -139,21 +144,13 @@ public actor LockController {
         apply(store.deadlinePassed(now: .now))
     }
 
-    /// Notes what `events` mean for the lock, settles it if it is no longer
-    /// `locking`, then broadcasts them. Waiters are answered first so their
+    /// Logs a completed lock, settles it if it is no longer `locking`, then
+    /// broadcasts `events`. Waiters are answered first so their
     /// answers do not queue behind one event frame per subscriber.
     private func publish(_ events: [ProtectionEvent]) {
-        for event in events {
-            switch event.kind {
-            case .willBecomeUnavailable:
-                awaitedSequence = event.sequence
-            case .didBecomeUnavailable:
-                awaitedSequence = nil
-                logger.notice("lock completed: class A keys and class B private key wiped",
-                              metadata: ["protd.event.sequence": "\(event.sequence)"])
-            case .didBecomeAvailable:
-                awaitedSequence = nil
-            }
+        for event in events where event.kind == .didBecomeUnavailable {
+            logger.notice("lock completed: class A keys and class B private key wiped",
+                          metadata: ["protd.event.sequence": "\(event.sequence)"])
         }
         settleIfNotLocking()
         hub.broadcast(events)

@@ -60,17 +60,53 @@ struct LockStateMachineTests {
     func acknowledgementsCompleteTheLock() {
         var machine = unlockedMachine()
         _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice, bob])
-        #expect(machine.acknowledged(by: alice).isEmpty)
+        let will = machine.sequence
+        #expect(machine.acknowledged(by: alice, sequence: will).isEmpty)
         #expect(machine.awaitedSubscribers == [bob])
-        #expect(events(machine.acknowledged(by: bob)).map(\.kind) == [.didBecomeUnavailable])
+        #expect(events(machine.acknowledged(by: bob, sequence: will)).map(\.kind) == [.didBecomeUnavailable])
         #expect(machine.state == .locked)
+    }
+
+    @Test("only the latest willBecomeUnavailable's sequence counts as an acknowledgement")
+    func staleAcknowledgementsIgnored() {
+        var machine = unlockedMachine()
+        _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice, bob])
+        let first = machine.sequence
+        _ = machine.lockRequested(grace: .seconds(5), now: t0, subscribers: [])
+        let second = machine.sequence
+        #expect(second == first + 1)
+        #expect(machine.acknowledged(by: alice, sequence: first).isEmpty)
+        #expect(machine.acknowledged(by: alice, sequence: second + 1).isEmpty)
+        #expect(machine.awaitedSubscribers == [alice, bob])
+        #expect(machine.acknowledged(by: alice, sequence: second).isEmpty)
+        #expect(machine.awaitedSubscribers == [bob])
+    }
+
+    @Test("an acknowledgement is taken without completing unless it is the last one awaited")
+    func acknowledgedWithoutCompleting() {
+        var machine = unlockedMachine()
+        func take(_ subscriber: SubscriberID, _ sequence: UInt64) -> Bool {
+            machine.acknowledgedWithoutCompleting(by: subscriber, sequence: sequence)
+        }
+        #expect(take(alice, 1))
+        _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice, bob])
+        let will = machine.sequence
+        #expect(take(alice, will - 1))
+        #expect(machine.awaitedSubscribers == [alice, bob])
+        #expect(take(alice, will))
+        #expect(machine.awaitedSubscribers == [bob])
+        #expect(take(alice, will))
+        #expect(!take(bob, will))
+        #expect(machine.awaitedSubscribers == [bob])
+        #expect(machine.state == .locking)
+        #expect(events(machine.acknowledged(by: bob, sequence: will)).map(\.kind) == [.didBecomeUnavailable])
     }
 
     @Test("a subscriber that leaves no longer holds up the lock")
     func leavingSubscriberCounts() {
         var machine = unlockedMachine()
         _ = machine.lockRequested(grace: .seconds(10), now: t0, subscribers: [alice, bob])
-        _ = machine.acknowledged(by: alice)
+        _ = machine.acknowledged(by: alice, sequence: machine.sequence)
         #expect(events(machine.subscriberLeft(bob)).map(\.kind) == [.didBecomeUnavailable])
     }
 
@@ -132,7 +168,7 @@ struct LockStateMachineTests {
             if case .accepted(let actions) = machine.lockRequested(grace: .seconds(5), now: t0, subscribers: [alice]) {
                 all += events(actions)
             }
-            all += events(round.isMultiple(of: 2) ? machine.acknowledged(by: alice) : machine.deadlinePassed(now: t0 + .seconds(5)))
+            all += events(round.isMultiple(of: 2) ? machine.acknowledged(by: alice, sequence: machine.sequence) : machine.deadlinePassed(now: t0 + .seconds(5)))
             all += events(machine.unlockSucceeded())
         }
         #expect(all.map(\.sequence) == Array(1...UInt64(all.count)))

@@ -155,9 +155,9 @@ struct TruthTableTests {
         let fixture = try preparedStore()
         let t0 = ContinuousClock.now
         let handle = try fixture.store.open(fixture.name("existing-complete"), in: fixture.namespace, mode: .existing)
-        _ = try fixture.store.requestLock(grace: .seconds(10), now: t0, subscribers: [SubscriberID(7)])
+        let lock = try fixture.store.requestLock(grace: .seconds(10), now: t0, subscribers: [SubscriberID(7)])
         #expect(try handle.size() > 0)
-        let progress = fixture.store.acknowledge(SubscriberID(7))
+        let progress = fixture.store.acknowledge(SubscriberID(7), sequence: try #require(lock.events.last).sequence)
         #expect(progress.events.map(\.kind) == [.didBecomeUnavailable])
         let error = #expect(throws: ProtectionError.self) { try handle.read(offset: 0, count: 1) }
         #expect(error?.code == .protectedDataUnavailable)

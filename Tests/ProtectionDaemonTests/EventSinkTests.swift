@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 @testable import ProtectionDaemon
 import ProtectionWire
+import Synchronization
 import Testing
 
 /// The sink in a real (embedded) pipeline: it holds events until the
@@ -27,7 +28,7 @@ struct EventSinkTests {
         let channel = EmbeddedChannel(handler: sink)
         sink.deliver([Self.frame(1), Self.frame(2)])
         #expect(try Self.written(channel) == [])
-        sink.start()
+        sink.start { _ in }
         #expect(try Self.written(channel) == [1, 2])
         sink.deliver([Self.frame(3)])
         #expect(try Self.written(channel) == [3])
@@ -38,7 +39,7 @@ struct EventSinkTests {
     func keepsNewestWhileUnwritable() throws {
         let sink = EventSink()
         let channel = EmbeddedChannel(handler: sink)
-        sink.start()
+        sink.start { _ in }
         channel.isWritable = false
         let total = UInt64(EventHub.bufferSize * 3)
         for sequence in 1...total { sink.deliver([Self.frame(sequence)]) }
@@ -49,6 +50,32 @@ struct EventSinkTests {
         #expect(try channel.finish().isClean)
     }
 
+    @Test("once started, acknowledgements are taken and answered on the loop; other frames go on")
+    func takesAcknowledgements() throws {
+        let sink = EventSink()
+        let channel = EmbeddedChannel(handler: sink)
+        let early = Request.acknowledge(sequence: 1).frame(requestID: 3)
+        try channel.writeInbound(early)
+        #expect(try channel.readInbound(as: Frame.self) == early)
+        let taken = Mutex<[UInt64]>([])
+        sink.start { sequence in taken.withLock { $0.append(sequence) } }
+        try channel.writeInbound(Request.acknowledge(sequence: 7).frame(requestID: 4))
+        #expect(taken.withLock { $0 } == [7])
+        #expect(try channel.readInbound(as: Frame.self) == nil)
+        let answer = try #require(try channel.readOutbound(as: Frame.self))
+        #expect(answer.requestID == 4)
+        #expect(try Response(frame: answer) == .ok)
+        let status = Request.status.frame(requestID: 5)
+        try channel.writeInbound(status)
+        #expect(try channel.readInbound(as: Frame.self) == status)
+        var malformed = Request.acknowledge(sequence: 8).frame(requestID: 6)
+        malformed.body.moveWriterIndex(to: malformed.body.writerIndex - 1)
+        try channel.writeInbound(malformed)
+        #expect(try channel.readInbound(as: Frame.self) == malformed)
+        #expect(taken.withLock { $0 } == [7])
+        #expect(try channel.finish().isClean)
+    }
+
     @Test("the hub's reference delivers through the sink's event loop")
     func referenceDeliversOnTheLoop() throws {
         let channel = EmbeddedChannel()
@@ -56,7 +83,7 @@ struct EventSinkTests {
         let hub = EventHub()
         _ = hub.subscribe(reference)
         hub.broadcast([EventHubTests.event(5)])
-        reference.start()
+        reference.start { _ in }
         channel.embeddedEventLoop.run()
         #expect(try Self.written(channel) == [5])
         #expect(try channel.finish().isClean)

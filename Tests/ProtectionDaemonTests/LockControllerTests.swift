@@ -48,6 +48,19 @@ struct LockControllerTests {
         #expect(state == .locked)
     }
 
+    @Test("acknowledgements taken from an event loop count at once, and the last completes the lock")
+    func acknowledgementsTakenWithoutWaiting() async throws {
+        let (a, stream) = hub.subscribe()
+        let (b, _) = hub.subscribe()
+        var events = stream.makeAsyncIterator()
+        try await controller.lock(grace: nil, by: admin)
+        let will = try await Self.nextWill(&events)
+        controller.takeAcknowledgement(a, sequence: will)
+        #expect(state == .locking)
+        controller.takeAcknowledgement(b, sequence: will)
+        #expect(await controller.waitUntilSettled() == .locked)
+    }
+
     @Test("an acknowledgement of another event, or a repeated one, does not count")
     func staleAndRepeatedAcknowledgementsDoNotCount() async throws {
         let (a, stream) = hub.subscribe()

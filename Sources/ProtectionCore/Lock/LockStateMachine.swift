@@ -33,7 +33,9 @@ public struct LockStateMachine: Sendable {
     private enum Phase: Sendable, Equatable {
         case beforeFirstUnlock
         case unlocked
-        case locking(deadline: ContinuousClock.Instant, waitingFor: Set<SubscriberID>)
+        /// `announcement` is the sequence of the latest `willBecomeUnavailable`,
+        /// the only one an acknowledgement may name.
+        case locking(deadline: ContinuousClock.Instant, waitingFor: Set<SubscriberID>, announcement: UInt64)
         case locked
     }
 
@@ -60,13 +62,13 @@ public struct LockStateMachine: Sendable {
 
     /// The end of the grace period while `locking`.
     public var deadline: ContinuousClock.Instant? {
-        if case .locking(let deadline, _) = phase { return deadline }
+        if case .locking(let deadline, _, _) = phase { return deadline }
         return nil
     }
 
     /// Subscribers whose acknowledgement the lock still waits for.
     public var awaitedSubscribers: Set<SubscriberID> {
-        if case .locking(_, let waiting) = phase { return waiting }
+        if case .locking(_, let waiting, _) = phase { return waiting }
         return []
     }
 
@@ -92,19 +94,18 @@ public struct LockStateMachine: Sendable {
         switch phase {
         case .beforeFirstUnlock, .locked:
             return .alreadyUnavailable
-        case .locking(let deadline, let waiting):
+        case .locking(let deadline, let waiting, _):
             // A second request can only bring the deadline closer.
             let sooner = min(deadline, now + max(grace, .zero))
             guard sooner < deadline else { return .accepted([]) }
-            phase = .locking(deadline: sooner, waitingFor: waiting)
             // Subscribers learn the new, closer deadline.
-            let announce = Action.emit(event(.willBecomeUnavailable(deadline: sooner)))
-            if sooner <= now { return .accepted([announce] + complete()) }
-            return .accepted([announce, .scheduleDeadline(sooner)])
+            let announcement = announce(deadline: sooner, waitingFor: waiting)
+            if sooner <= now { return .accepted([.emit(announcement)] + complete()) }
+            return .accepted([.emit(announcement), .scheduleDeadline(sooner)])
         case .unlocked:
             let deadline = now + max(grace, .zero)
-            phase = .locking(deadline: deadline, waitingFor: subscribers)
-            var actions: [Action] = [.emit(event(.willBecomeUnavailable(deadline: deadline)))]
+            let announcement = announce(deadline: deadline, waitingFor: subscribers)
+            var actions: [Action] = [.emit(announcement)]
             if grace <= .zero || subscribers.isEmpty {
                 actions += complete()
             } else {
@@ -114,9 +115,24 @@ public struct LockStateMachine: Sendable {
         }
     }
 
-    /// `subscriber` acknowledged `protectedDataWillBecomeUnavailable`.
-    public mutating func acknowledged(by subscriber: SubscriberID) -> [Action] {
-        stopWaiting(for: subscriber)
+    /// `subscriber` acknowledged the `protectedDataWillBecomeUnavailable`
+    /// with `sequence`. Only the current lock's latest one counts; any
+    /// other sequence is ignored.
+    public mutating func acknowledged(by subscriber: SubscriberID, sequence: UInt64) -> [Action] {
+        guard case .locking(_, _, let announcement) = phase, sequence == announcement else { return [] }
+        return stopWaiting(for: subscriber)
+    }
+
+    /// Like `acknowledged(by:sequence:)` when the acknowledgement cannot
+    /// complete the lock, so no action can follow: returns true once it is
+    /// taken or ignored. Returns false, changing nothing, when it is the
+    /// last one awaited; `acknowledged(by:sequence:)` must then take it.
+    public mutating func acknowledgedWithoutCompleting(by subscriber: SubscriberID, sequence: UInt64) -> Bool {
+        guard case .locking(_, let waiting, let announcement) = phase, sequence == announcement,
+              waiting.contains(subscriber) else { return true }
+        guard waiting.count > 1 else { return false }
+        _ = stopWaiting(for: subscriber)
+        return true
     }
 
     /// `subscriber` disconnected: it no longer holds up a lock.
@@ -127,7 +143,7 @@ public struct LockStateMachine: Sendable {
     /// Time passed; completes the lock once its deadline is reached.
     /// Early or stale calls do nothing.
     public mutating func deadlinePassed(now: ContinuousClock.Instant) -> [Action] {
-        guard case .locking(let deadline, _) = phase, now >= deadline else { return [] }
+        guard case .locking(let deadline, _, _) = phase, now >= deadline else { return [] }
         return complete()
     }
 
@@ -147,13 +163,21 @@ public struct LockStateMachine: Sendable {
     }
 
     private mutating func stopWaiting(for subscriber: SubscriberID) -> [Action] {
-        guard case .locking(let deadline, var waiting) = phase else { return [] }
+        guard case .locking(let deadline, var waiting, let announcement) = phase else { return [] }
         // Drop the phase's reference first so the set changes in place: a
         // copy per acknowledgement made a lock with many subscribers quadratic.
         phase = .locked
         waiting.remove(subscriber)
-        phase = .locking(deadline: deadline, waitingFor: waiting)
+        phase = .locking(deadline: deadline, waitingFor: waiting, announcement: announcement)
         return waiting.isEmpty ? complete() : []
+    }
+
+    /// Enters (or stays in) `locking` and makes its `willBecomeUnavailable`.
+    private mutating func announce(
+        deadline: ContinuousClock.Instant, waitingFor waiting: Set<SubscriberID>
+    ) -> ProtectionEvent {
+        phase = .locking(deadline: deadline, waitingFor: waiting, announcement: lastSequence + 1)
+        return event(.willBecomeUnavailable(deadline: deadline))
     }
 
     private mutating func complete() -> [Action] {

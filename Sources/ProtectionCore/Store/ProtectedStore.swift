@@ -116,9 +116,18 @@ public final class ProtectedStore: Sendable {
         }
     }
 
-    /// `subscriber` acknowledged `willBecomeUnavailable`.
-    public func acknowledge(_ subscriber: SubscriberID) -> LockProgress {
-        state.withLock { perform($0.machine.acknowledged(by: subscriber), on: &$0) }
+    /// `subscriber` acknowledged the `willBecomeUnavailable` with
+    /// `sequence`; only the current lock's latest one counts.
+    public func acknowledge(_ subscriber: SubscriberID, sequence: UInt64) -> LockProgress {
+        state.withLock { perform($0.machine.acknowledged(by: subscriber, sequence: sequence), on: &$0) }
+    }
+
+    /// Takes an acknowledgement that cannot complete the lock, which needs
+    /// nothing more than this call: returns true once it is taken or
+    /// ignored, false (changing nothing) when it is the last one awaited,
+    /// which `acknowledge` must take.
+    public func acknowledgeUnlessLast(_ subscriber: SubscriberID, sequence: UInt64) -> Bool {
+        state.withLock { $0.machine.acknowledgedWithoutCompleting(by: subscriber, sequence: sequence) }
     }
 
     /// `subscriber` went away; it no longer holds up a lock.

@@ -202,11 +202,16 @@ final class Connection: Sendable {
         }
     }
 
-    /// Sends `request` without waiting for, or keeping, its answer.
+    /// Sends `request` under a new request id whose answer is dropped when
+    /// it comes; returns once the frame is queued for the socket.
+    func sendIgnoringAnswer(_ request: Request) async throws(DataProtectionError) {
+        try await send(request, requestID: try router.untrackedRequestID())
+    }
+
+    /// `sendIgnoringAnswer` without waiting even for the frame to be queued,
+    /// nor reporting a failure (a handle's close on release).
     func sendDetached(_ request: Request) {
-        guard let id = try? router.untrackedRequestID() else { return }
-        let outbound = self.outbound
-        Task { try? await outbound.write(request.frame(requestID: id)) }
+        Task { try? await sendIgnoringAnswer(request) }
     }
 
     // MARK: Closing

@@ -164,9 +164,15 @@ public final class DataProtectionClient: Sendable {
 
     /// Acknowledges a `willBecomeUnavailable` event once this client has
     /// closed its class `.complete` files, so the lock need not wait for the
-    /// rest of the grace period.
+    /// rest of the grace period. Returns as soon as the acknowledgement is
+    /// on its way: the daemon does not answer it, and should the connection
+    /// fail first, the daemon counts the departure as an acknowledgement.
+    /// Throws `.invalidArgument` before this client has subscribed.
     public func acknowledge(_ event: ProtectionEvent) async throws(DataProtectionError) {
-        try await connection.expectOK(.acknowledge(sequence: event.sequence), "acknowledge")
+        guard connection.router.isSubscribed else {
+            throw .invalidArgument("acknowledge needs a subscription: iterate events or call subscribe() first")
+        }
+        try await connection.sendIgnoringAnswer(.acknowledge(sequence: event.sequence))
     }
 
     // MARK: Helpers

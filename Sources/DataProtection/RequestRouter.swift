@@ -41,6 +41,8 @@ final class RequestRouter: Sendable {
         var slots: [UInt32: Slot] = [:]
         var nextSubscriberID: UInt64 = 0
         var subscribers: [UInt64: AsyncStream<ProtectionEvent>.Continuation] = [:]
+        /// Set when a `subscribed` answer arrives, before any event after it.
+        var subscribed = false
         /// Set once the connection is closed: why.
         var failure: DataProtectionError?
     }
@@ -126,6 +128,9 @@ final class RequestRouter: Sendable {
         }
     }
 
+    /// True once the daemon has answered `subscribe` on this connection.
+    var isSubscribed: Bool { state.withLock { $0.subscribed } }
+
     // MARK: Frames from the daemon
 
     /// Routes one frame from the daemon.
@@ -140,6 +145,7 @@ final class RequestRouter: Sendable {
         guard frame.requestID != 0 else { return receiveUnsolicited(response) }
 
         let delivery: (CheckedContinuation<Outcome, Never>, Outcome)? = state.withLock { state in
+            if case .subscribed = response { state.subscribed = true }
             guard var slot = state.slots[frame.requestID], slot.outcome == nil else { return nil }
             slot.frames.append(response)
             let complete: Bool

@@ -271,7 +271,7 @@ final class Connection {
                 throw WireError(.invalidArgument, "acknowledge needs a subscription on this connection")
             }
             await context.lockController.acknowledge(subscription, sequence: sequence)
-            return .ok
+            return nil
         }
     }
 

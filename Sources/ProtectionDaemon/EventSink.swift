@@ -9,9 +9,9 @@ internal import ProtectionWire
 /// which the connection calls once its `subscribed` answer has gone out.
 ///
 /// Once started it also takes the subscriber's `acknowledge` requests on
-/// the event loop and answers them `ok` at once, ahead of any earlier
-/// request the connection is still serving (PROTOCOL.md section 4.3);
-/// every other frame goes on to the connection.
+/// the event loop, ahead of any earlier request the connection is still
+/// serving (PROTOCOL.md section 4.3); they have no answer. Every other
+/// frame goes on to the connection.
 final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = Frame
     typealias InboundOut = Frame
@@ -50,7 +50,6 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         acknowledge(sequence)
-        context.writeAndFlush(wrapOutboundOut(Response.ok.frame(requestID: frame.requestID)), promise: nil)
     }
 
     /// Sends `frames` after those waiting; while the socket is full, keeps

@@ -87,6 +87,51 @@ struct EventEndToEndTests {
         silent.close()
     }
 
+    @Test("acknowledge on the wire: an error without a subscription, no answer with one, and it completes the lock")
+    func acknowledgeOnTheWire() async throws {
+        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 60)
+        defer { _ = daemon }
+        try await admin.unlock(passcode: EndToEnd.passcode)
+        let raw = try RawConnection(path: daemon.socketPath)
+        defer { raw.close() }
+        try raw.handshake()
+        let acknowledge: UInt8 = 0x18, status: UInt8 = 0x02, error: UInt8 = 0x8F, statusReport: UInt8 = 0x82
+        func sequenceBytes(_ sequence: UInt64) -> [UInt8] { withUnsafeBytes(of: sequence.bigEndian, Array.init) }
+        try raw.send(type: acknowledge, id: 5, body: sequenceBytes(1))
+        let refused = try #require(try raw.readFrame())
+        #expect(refused.type == error && refused.id == 5)
+        #expect(Array(refused.body.prefix(2)) == [0, 10], "expected invalidArgument")
+        try raw.send(type: 0x17, id: 6, body: [])
+        #expect(try raw.readFrame()?.type == 0x8B)
+        let will = try await admin.status().eventSequence + 1
+        try await admin.lock(waitUntilLocked: false)
+        #expect(try raw.readFrame()?.type == 0xC0)
+        try raw.send(type: acknowledge, id: 7, body: sequenceBytes(will))
+        try raw.send(type: status, id: 8, body: [])
+        // The lock's completion event may come first; nothing answers id 7.
+        var frames: [(type: UInt8, id: UInt32, body: [UInt8])] = []
+        while let frame = try raw.readFrame() {
+            frames.append(frame)
+            if frame.id == 8 { break }
+        }
+        #expect(frames.last?.type == statusReport)
+        #expect(!frames.contains { $0.id == 7 })
+        // The grace is 60 s: locked within 5 means the acknowledgement counted.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while try await admin.status().state != .locked, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await admin.status().state == .locked)
+    }
+
+    @Test("the client refuses to acknowledge before it has subscribed")
+    func acknowledgeNeedsSubscription() async throws {
+        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 60)
+        defer { _ = daemon }
+        let event = ProtectionEvent(kind: .didBecomeUnavailable, sequence: 1, state: .locked)
+        await #expect(throws: DataProtectionError.self) { try await admin.acknowledge(event) }
+    }
+
     @Test("a reconnecting client resynchronises from the subscribe status")
     func resynchroniseAfterReconnect() async throws {
         let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 0)

@@ -22,6 +22,8 @@ final class Connection {
     /// chunks and end are ignored.
     private var answeredWrites: Set<UInt32> = []
     private var subscription: SubscriberID?
+    /// Lock-and-wait answers the controller may still give.
+    private var pendingLockAnswers: Set<UInt64> = []
 
     private var namespace: Namespace { Namespace(uid: peer.uid) }
 
@@ -41,14 +43,11 @@ final class Connection {
     func run(inbound: NIOAsyncChannelInboundStream<Frame>) async {
         logger.debug("client connected")
         do {
-            try await withThrowingDiscardingTaskGroup { group in
-                defer { group.cancelAll() }
-                var frames = inbound.makeAsyncIterator()
-                guard let first = try await frames.next() else { return }
-                guard try await handshake(first) else { return }
+            var frames = inbound.makeAsyncIterator()
+            if let first = try await frames.next(), try await handshake(first) {
                 while let frame = try await frames.next() {
                     guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
-                    try await serve(try Request(frame: frame), id: frame.requestID, group: &group)
+                    try await serve(try Request(frame: frame), id: frame.requestID)
                 }
             }
         } catch let violation as ProtocolViolation {
@@ -89,9 +88,9 @@ final class Connection {
 
     /// Answers one request; failures become error answers, except
     /// protocol violations, which end the connection.
-    private func serve(_ request: Request, id: UInt32, group: inout ThrowingDiscardingTaskGroup<any Error>) async throws {
+    private func serve(_ request: Request, id: UInt32) async throws {
         do {
-            if let answer = try await answer(request, id: id, group: &group) {
+            if let answer = try await answer(request, id: id) {
                 try await send(answer, id: id)
             }
         } catch let violation as ProtocolViolation {
@@ -109,9 +108,7 @@ final class Connection {
 
     /// The single answer to `request`, or nil when it answers itself
     /// (streams, deferred answers) or needs no answer yet.
-    private func answer(
-        _ request: Request, id: UInt32, group: inout ThrowingDiscardingTaskGroup<any Error>
-    ) async throws -> Response? {
+    private func answer(_ request: Request, id: UInt32) async throws -> Response? {
         let store = context.store
         switch request {
         case .hello:
@@ -127,16 +124,17 @@ final class Connection {
             }
             try await context.lockController.lock(grace: grace.map { .milliseconds(Int64($0)) }, by: peer)
             guard wait else { return .ok }
-            let controller = context.lockController
-            let outbound = outbound
-            group.addTask {
-                let state = await controller.waitUntilSettled()
-                let answer: Response = state == .locked
-                    ? .ok
-                    : .error(WireError(.protectedDataUnavailable, "the lock did not complete; the state is now \(state)"))
-                try? await outbound.write(answer.frame(requestID: id))
+            // A pending answer is written by the sink, from the controller, the moment the lock settles.
+            let events = events
+            switch await context.lockController.answerWhenSettled({ state in
+                events.answer(Self.lockAnswer(settledIn: state).frame(requestID: id))
+            }) {
+            case .settled(let state):
+                return Self.lockAnswer(settledIn: state)
+            case .pending(let waiting):
+                pendingLockAnswers.insert(waiting)
+                return nil
             }
-            return nil
         case .unlock(let passcode):
             // The copies in NIO's buffers and in `passcode` cannot be zeroed
             // reliably in Swift; the key bag only ever sees guarded memory.
@@ -320,6 +318,13 @@ final class Connection {
         answeredWrites.insert(id)
     }
 
+    /// The answer to a lock-and-wait once the state left `locking`.
+    private static func lockAnswer(settledIn state: LockState) -> Response {
+        state == .locked
+            ? .ok
+            : .error(WireError(.protectedDataUnavailable, "the lock did not complete; the state is now \(state)"))
+    }
+
     private static let maximumRememberedWrites = 1024
     private static let maximumGraceMilliseconds: UInt32 = 86_400_000
 
@@ -343,8 +348,10 @@ final class Connection {
         return Int(value)
     }
 
-    /// Closes handles, aborts writes, leaves the event hub.
+    /// Closes handles, aborts writes, drops pending lock answers, leaves
+    /// the event hub.
     private func release() async {
+        for waiting in pendingLockAnswers { await context.lockController.forgetAnswer(waiting) }
         for handle in handles.values { handle.close() }
         handles.removeAll()
         for pending in writes.values { pending.abort() }

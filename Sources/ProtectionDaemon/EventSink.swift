@@ -52,6 +52,13 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
         acknowledge(sequence)
     }
 
+    /// Writes an answer the connection's task does not write itself (a
+    /// lock-and-wait's, when the lock settles); never dropped, whether or
+    /// not the connection subscribed.
+    func answer(_ frame: Frame) {
+        context?.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+    }
+
     /// Sends `frames` after those waiting; while the socket is full, keeps
     /// only the newest `EventHub.bufferSize`.
     func deliver(_ frames: [Frame]) {
@@ -96,6 +103,11 @@ struct EventSinkReference: EventReceiver {
 
     func deliver(_ frames: [Frame]) {
         sink.value.deliver(frames)
+    }
+
+    /// Writes `frame` through the sink (see `EventSink.answer`), from any thread.
+    func answer(_ frame: Frame) {
+        sink.eventLoop.execute { [sink] in sink.value.answer(frame) }
     }
 
     /// Starts the sink (see `EventSink.start`), from any thread.

@@ -13,8 +13,9 @@ public actor LockController {
     private let defaultGrace: Duration
     private let logger: Logger
     private var deadlineTimer: Task<Void, Never>?
-    private var lockedWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-    private var nextWaiter: UInt64 = 0
+    /// What to call once the state leaves `locking` (see `answerWhenSettled`).
+    private var settledAnswers: [UInt64: @Sendable (LockState) -> Void] = [:]
+    private var nextAnswer: UInt64 = 0
 
     /// Makes a controller over `store`, publishing to `hub`.
     public init(store: ProtectedStore, hub: EventHub, defaultGrace: Duration, logger: Logger) {
@@ -36,26 +37,29 @@ public actor LockController {
         apply(progress)
     }
 
-    /// Returns the state once it is no longer `locking`: `locked`, or
-    /// another state when an unlock or erase cancelled the lock. Returns
-    /// early when the calling task is cancelled.
-    func waitUntilSettled() async -> LockState {
-        if store.lockState == .locking {
-            nextWaiter += 1
-            let id = nextWaiter
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    if Task.isCancelled { continuation.resume() } else { lockedWaiters[id] = continuation }
-                }
-            } onCancel: {
-                Task { await self.releaseWaiter(id) }
-            }
-        }
-        return store.lockState
+    /// Where a lock-and-wait stands when it is asked for.
+    enum Settlement: Sendable, Equatable {
+        /// Not `locking` (any more): this is the state to answer with now.
+        case settled(LockState)
+        /// The answer comes later; `forgetAnswer(id)` drops it.
+        case pending(id: UInt64)
     }
 
-    private func releaseWaiter(_ id: UInt64) {
-        lockedWaiters.removeValue(forKey: id)?.resume()
+    /// While `locking`, keeps `answer` to call with the state once it is no
+    /// longer `locking` (`locked`, or another state when an unlock or erase
+    /// cancelled the lock). It is called on the controller before the
+    /// events that settled the lock are broadcast, so a lock's answer does
+    /// not wait behind its fan-out to every subscriber; it must not block.
+    func answerWhenSettled(_ answer: @escaping @Sendable (LockState) -> Void) -> Settlement {
+        guard store.lockState == .locking else { return .settled(store.lockState) }
+        nextAnswer += 1
+        settledAnswers[nextAnswer] = answer
+        return .pending(id: nextAnswer)
+    }
+
+    /// Drops a pending answer (its connection ended).
+    func forgetAnswer(_ id: UInt64) {
+        settledAnswers.removeValue(forKey: id)
     }
 
     /// Unlocks with `passcode` (rate-limited by the key bag).
@@ -119,13 +123,12 @@ public actor LockController {
         apply(store.subscriberLeft(subscriber))
     }
 
-    /// Stops the timer and releases waiters (shutdown).
+    /// Stops the timer and gives every pending answer the current state
+    /// (shutdown).
     func stop() {
         deadlineTimer?.cancel()
         deadlineTimer = nil
-        let waiters = lockedWaiters.values
-        lockedWaiters.removeAll()
-        for waiter in waiters { waiter.resume() }
+        answerPending()
     }
 
     private func apply(_ progress: LockProgress) {
@@ -145,8 +148,9 @@ public actor LockController {
     }
 
     /// Logs a completed lock, settles it if it is no longer `locking`, then
-    /// broadcasts `events`. Waiters are answered first so their
-    /// answers do not queue behind one event frame per subscriber.
+    /// broadcasts `events`. Pending lock answers go first, written to their
+    /// event loops before the broadcast, so they do not queue behind one
+    /// event frame per subscriber.
     private func publish(_ events: [ProtectionEvent]) {
         for event in events where event.kind == .didBecomeUnavailable {
             logger.notice("lock completed: class A keys and class B private key wiped",
@@ -156,15 +160,20 @@ public actor LockController {
         hub.broadcast(events)
     }
 
-    /// Once the state has left `locking`: stops the timer and answers every
-    /// waiter.
+    /// Once the state has left `locking`: stops the timer and gives every
+    /// pending answer the state.
     private func settleIfNotLocking() {
         guard store.lockState != .locking else { return }
         deadlineTimer?.cancel()
         deadlineTimer = nil
-        let waiters = lockedWaiters.values
-        lockedWaiters.removeAll()
-        for waiter in waiters { waiter.resume() }
+        answerPending()
+    }
+
+    private func answerPending() {
+        let answers = settledAnswers.values
+        settledAnswers.removeAll()
+        let state = store.lockState
+        for answer in answers { answer(state) }
     }
 }
 

@@ -74,6 +74,18 @@ struct EventSinkTests {
         #expect(try channel.finish().isClean)
     }
 
+    @Test("an answer goes out at once, subscribed or not, and is not held back like events")
+    func answersGoOutAtOnce() throws {
+        let sink = EventSink()
+        let channel = EmbeddedChannel(handler: sink)
+        sink.deliver([Self.frame(1)])
+        let answer = Response.ok.frame(requestID: 9)
+        sink.answer(answer)
+        #expect(try channel.readOutbound(as: Frame.self) == answer)
+        #expect(try channel.readOutbound(as: Frame.self) == nil)
+        #expect(try channel.finish().isClean)
+    }
+
     @Test("the hub's reference delivers through the sink's event loop")
     func referenceDeliversOnTheLoop() throws {
         let channel = EmbeddedChannel()

@@ -57,8 +57,9 @@ struct LockControllerTests {
         let will = try await Self.nextWill(&events)
         controller.takeAcknowledgement(a, sequence: will)
         #expect(state == .locking)
+        let settled = try await Self.pendingAnswer(controller)
         controller.takeAcknowledgement(b, sequence: will)
-        #expect(await controller.waitUntilSettled() == .locked)
+        #expect(await settled.first { _ in true } == .locked)
     }
 
     @Test("an acknowledgement of another event, or a repeated one, does not count")
@@ -140,15 +141,44 @@ struct LockControllerTests {
         #expect(state == .locked)
     }
 
-    @Test("a lock-and-wait caller is answered when the last acknowledgement arrives")
-    func waiterIsAnsweredOnCompletion() async throws {
+    /// Leaves an answer with the controller while it is locking; the
+    /// stream yields the state it is given.
+    private static func pendingAnswer(_ controller: LockController) async throws -> AsyncStream<LockState> {
+        let (states, continuation) = AsyncStream.makeStream(of: LockState.self)
+        let settlement = await controller.answerWhenSettled { state in
+            continuation.yield(state)
+            continuation.finish()
+        }
+        guard case .pending = settlement else {
+            Issue.record("expected a pending answer, got \(settlement)")
+            throw CancellationError()
+        }
+        return states
+    }
+
+    @Test("a lock-and-wait is answered when the last acknowledgement arrives, and at once when nothing is locking")
+    func pendingAnswerOnCompletion() async throws {
+        #expect(await controller.answerWhenSettled { _ in Issue.record("answered twice") } == .settled(.unlocked))
         let (a, stream) = hub.subscribe()
         var events = stream.makeAsyncIterator()
         try await controller.lock(grace: nil, by: admin)
-        let controller = controller
-        let waiter = Task { await controller.waitUntilSettled() }
-        try await Task.sleep(for: .milliseconds(50))  // lets the waiter register first (either order must end locked)
+        let settled = try await Self.pendingAnswer(controller)
         await controller.acknowledge(a, sequence: try await Self.nextWill(&events))
-        #expect(await waiter.value == .locked)
+        #expect(await settled.first { _ in true } == .locked)
+        #expect(await controller.answerWhenSettled { _ in Issue.record("answered twice") } == .settled(.locked))
+    }
+
+    @Test("a forgotten answer is never given; shutdown gives the others the current state")
+    func forgottenAndShutdownAnswers() async throws {
+        _ = hub.subscribe()
+        try await controller.lock(grace: nil, by: admin)
+        guard case .pending(let forgotten) = await controller.answerWhenSettled({ _ in Issue.record("forgotten answer given") }) else {
+            Issue.record("expected a pending answer")
+            return
+        }
+        await controller.forgetAnswer(forgotten)
+        let settled = try await Self.pendingAnswer(controller)
+        await controller.stop()
+        #expect(await settled.first { _ in true } == .locking)
     }
 }

@@ -8,7 +8,7 @@ struct Protctl: AsyncParsableCommand {
         abstract: "Administer the protd data-protection daemon and use its files.",
         discussion: """
             Exit codes: 0 ok, 64 usage, 65 integrity failure, 66 no such file, 69 daemon \
-            unreachable, 73 cannot write the --output file, 75 protected data unavailable or rate-limited (retry later), 77 wrong \
+            unreachable, 73 cannot write the read output, 75 protected data unavailable or rate-limited (retry later), 77 wrong \
             passcode or not permitted, 78 configuration error.
             """,
         subcommands: [

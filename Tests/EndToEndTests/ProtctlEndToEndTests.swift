@@ -93,6 +93,29 @@ struct ProtctlEndToEndTests {
         #expect(try run(daemon, ["read", "notes/a", "--offset", "1"]).status == 64)
     }
 
+    @Test("a reader that goes away: read stops with exit 73 and says why, ls ends quietly; neither crashes")
+    func closedStandardOutput() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        let content = String(repeating: "x", count: 1 << 20)
+        #expect(try run(daemon, ["write", "big"], input: content).status == 0)
+        for (arguments, status) in [(["read", "big"], Int32(73)), (["ls"], 0)] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.protctl)
+            process.arguments = ["--socket", daemon.socketPath] + arguments
+            let stdout = Pipe()
+            let stderr = Pipe()
+            process.standardOutput = stdout
+            process.standardError = stderr
+            try stdout.fileHandleForReading.close()
+            try process.run()
+            let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .exit, "protctl \(arguments) died of a signal: \(message)")
+            #expect(process.terminationStatus == status, "protctl \(arguments): \(message)")
+            if status == 73 { #expect(message.contains("cannot write standard output")) }
+        }
+    }
+
     @Test("exit codes: 75 while locked, 65 on tampered data, 64 for erase without --yes, 69 without a daemon")
     func exitCodes() throws {
         let daemon = try DaemonProcess(gracePeriodSeconds: 0)

@@ -34,13 +34,9 @@ struct Read: AsyncParsableCommand {
                 Output.json(["name": name, "size": content.count, "base64": Data(content).base64EncodedString()])
                 return
             }
-            if let output {
-                let destination = try OutputFile(path: output)
-                for try await chunk in chunks { try destination.write(chunk) }
-                try destination.commit()
-            } else {
-                for try await chunk in chunks { FileHandle.standardOutput.write(Data(chunk)) }
-            }
+            let destination = try output.map(OutputFile.init(path:)) ?? .standardOutput()
+            for try await chunk in chunks { try destination.write(chunk) }
+            try destination.commit()
         }
     }
 }

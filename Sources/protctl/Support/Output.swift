@@ -6,12 +6,12 @@ enum Output {
     /// Prints `object` as a JSON document (sorted keys) on one line.
     static func json(_ object: [String: Any]) {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        write(data + Data("\n".utf8), to: STDOUT_FILENO)
     }
 
     /// Prints a line on stdout.
     static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        write(Data((text + "\n").utf8), to: STDOUT_FILENO)
     }
 
     /// Prints the error as one line on stderr, with when to retry if known.
@@ -23,7 +23,22 @@ enum Output {
         if case DataProtectionError.wrongPasscode(_, let retryAfter?) = error {
             text += " (next attempt allowed in \(retryAfter.components.seconds) s)"
         }
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        write(Data((text + "\n").utf8), to: STDERR_FILENO)
+    }
+
+    /// Writes `bytes` to `fd`, best effort: when the reader has gone (a
+    /// closed pipe) there is no one left to tell, so the rest is dropped.
+    /// `FileHandle.write` would crash the process instead.
+    private static func write(_ bytes: Data, to fd: Int32) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
     }
 
     /// A file's attributes as JSON fields.

@@ -5,16 +5,29 @@ import Foundation
 /// temporary file beside it, renamed over the target only once the whole
 /// read succeeded, so a failed read leaves the old file as it was. Anything
 /// else (`/dev/null`, a FIFO, a terminal) is opened and written in place;
-/// replacing it with a regular file would break the system.
+/// replacing it with a regular file would break the system. Standard
+/// output is written in place too, and left open.
 final class OutputFile {
     private let target: String
     private let temporaryPath: String?
     private let fd: Int32
+    private let ownsDescriptor: Bool
     private var finished = false
+
+    /// Writes to standard output (without `Data` copies of each chunk).
+    static func standardOutput() -> OutputFile { OutputFile() }
+
+    private init() {
+        target = "standard output"
+        temporaryPath = nil
+        fd = STDOUT_FILENO
+        ownsDescriptor = false
+    }
 
     /// Opens `path` for writing as described above.
     init(path: String) throws {
         target = path
+        ownsDescriptor = true
         var info = stat()
         if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG {
             fd = open(path, O_WRONLY | O_CLOEXEC)
@@ -49,6 +62,7 @@ final class OutputFile {
     /// Closes the file and, for a regular file, puts it in place.
     func commit() throws {
         finished = true
+        guard ownsDescriptor else { return }
         let closed = close(fd)
         guard let temporaryPath else { return }
         guard closed == 0, rename(temporaryPath, target) == 0 else {
@@ -61,7 +75,7 @@ final class OutputFile {
     /// After a failure: closes and drops the temporary file; the target
     /// stays as it was.
     deinit {
-        guard !finished else { return }
+        guard !finished, ownsDescriptor else { return }
         close(fd)
         if let temporaryPath { unlink(temporaryPath) }
     }

@@ -22,8 +22,6 @@ final class Connection {
     /// chunks and end are ignored.
     private var answeredWrites: Set<UInt32> = []
     private var subscription: SubscriberID?
-    /// Lock-and-wait answers the controller may still give.
-    private var pendingLockAnswers: Set<UInt64> = []
 
     private var namespace: Namespace { Namespace(uid: peer.uid) }
 
@@ -126,15 +124,10 @@ final class Connection {
             guard wait else { return .ok }
             // A pending answer is written by the sink, from the controller, the moment the lock settles.
             let events = events
-            switch await context.lockController.answerWhenSettled({ state in
+            let settled = await context.lockController.answerWhenSettled(for: ObjectIdentifier(self)) { state in
                 events.answer(Self.lockAnswer(settledIn: state).frame(requestID: id))
-            }) {
-            case .settled(let state):
-                return Self.lockAnswer(settledIn: state)
-            case .pending(let waiting):
-                pendingLockAnswers.insert(waiting)
-                return nil
             }
+            return settled.map(Self.lockAnswer(settledIn:))
         case .unlock(let passcode):
             // The copies in NIO's buffers and in `passcode` cannot be zeroed
             // reliably in Swift; the key bag only ever sees guarded memory.
@@ -351,7 +344,7 @@ final class Connection {
     /// Closes handles, aborts writes, drops pending lock answers, leaves
     /// the event hub.
     private func release() async {
-        for waiting in pendingLockAnswers { await context.lockController.forgetAnswer(waiting) }
+        await context.lockController.forgetAnswers(for: ObjectIdentifier(self))
         for handle in handles.values { handle.close() }
         handles.removeAll()
         for pending in writes.values { pending.abort() }

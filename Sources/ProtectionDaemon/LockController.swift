@@ -13,9 +13,9 @@ public actor LockController {
     private let defaultGrace: Duration
     private let logger: Logger
     private var deadlineTimer: Task<Void, Never>?
-    /// What to call once the state leaves `locking` (see `answerWhenSettled`).
-    private var settledAnswers: [UInt64: @Sendable (LockState) -> Void] = [:]
-    private var nextAnswer: UInt64 = 0
+    /// What to call once the state leaves `locking`, by who asked (see
+    /// `answerWhenSettled`).
+    private var settledAnswers: [ObjectIdentifier: [@Sendable (LockState) -> Void]] = [:]
 
     /// Makes a controller over `store`, publishing to `hub`.
     public init(store: ProtectedStore, hub: EventHub, defaultGrace: Duration, logger: Logger) {
@@ -37,29 +37,24 @@ public actor LockController {
         apply(progress)
     }
 
-    /// Where a lock-and-wait stands when it is asked for.
-    enum Settlement: Sendable, Equatable {
-        /// Not `locking` (any more): this is the state to answer with now.
-        case settled(LockState)
-        /// The answer comes later; `forgetAnswer(id)` drops it.
-        case pending(id: UInt64)
+    /// The state a lock-and-wait is answered with now, or nil when it is
+    /// `locking`: `answer` is then kept, for `owner`, and called with the
+    /// state once it is no longer `locking` (`locked`, or another state when
+    /// an unlock or erase cancelled the lock). It is called on the
+    /// controller before the events that settled the lock are broadcast,
+    /// so a lock's answer does not wait behind its fan-out to every
+    /// subscriber; it must not block.
+    func answerWhenSettled(
+        for owner: ObjectIdentifier, _ answer: @escaping @Sendable (LockState) -> Void
+    ) -> LockState? {
+        guard store.lockState == .locking else { return store.lockState }
+        settledAnswers[owner, default: []].append(answer)
+        return nil
     }
 
-    /// While `locking`, keeps `answer` to call with the state once it is no
-    /// longer `locking` (`locked`, or another state when an unlock or erase
-    /// cancelled the lock). It is called on the controller before the
-    /// events that settled the lock are broadcast, so a lock's answer does
-    /// not wait behind its fan-out to every subscriber; it must not block.
-    func answerWhenSettled(_ answer: @escaping @Sendable (LockState) -> Void) -> Settlement {
-        guard store.lockState == .locking else { return .settled(store.lockState) }
-        nextAnswer += 1
-        settledAnswers[nextAnswer] = answer
-        return .pending(id: nextAnswer)
-    }
-
-    /// Drops a pending answer (its connection ended).
-    func forgetAnswer(_ id: UInt64) {
-        settledAnswers.removeValue(forKey: id)
+    /// Drops `owner`'s pending answers (its connection ended).
+    func forgetAnswers(for owner: ObjectIdentifier) {
+        settledAnswers.removeValue(forKey: owner)
     }
 
     /// Unlocks with `passcode` (rate-limited by the key bag).
@@ -170,7 +165,7 @@ public actor LockController {
     }
 
     private func answerPending() {
-        let answers = settledAnswers.values
+        let answers = settledAnswers.values.joined()
         settledAnswers.removeAll()
         let state = store.lockState
         for answer in answers { answer(state) }

@@ -141,16 +141,21 @@ struct LockControllerTests {
         #expect(state == .locked)
     }
 
+    /// An owner for answers left with the controller.
+    private final class Owner {}
+
     /// Leaves an answer with the controller while it is locking; the
     /// stream yields the state it is given.
-    private static func pendingAnswer(_ controller: LockController) async throws -> AsyncStream<LockState> {
+    private static func pendingAnswer(
+        _ controller: LockController, for owner: Owner = Owner()
+    ) async throws -> AsyncStream<LockState> {
         let (states, continuation) = AsyncStream.makeStream(of: LockState.self)
-        let settlement = await controller.answerWhenSettled { state in
+        let settled = await controller.answerWhenSettled(for: ObjectIdentifier(owner)) { state in
             continuation.yield(state)
             continuation.finish()
         }
-        guard case .pending = settlement else {
-            Issue.record("expected a pending answer, got \(settlement)")
+        guard settled == nil else {
+            Issue.record("expected a pending answer, the state is \(String(describing: settled))")
             throw CancellationError()
         }
         return states
@@ -158,25 +163,25 @@ struct LockControllerTests {
 
     @Test("a lock-and-wait is answered when the last acknowledgement arrives, and at once when nothing is locking")
     func pendingAnswerOnCompletion() async throws {
-        #expect(await controller.answerWhenSettled { _ in Issue.record("answered twice") } == .settled(.unlocked))
+        let owner = Owner()
+        #expect(await controller.answerWhenSettled(for: ObjectIdentifier(owner)) { _ in Issue.record("answered twice") } == .unlocked)
         let (a, stream) = hub.subscribe()
         var events = stream.makeAsyncIterator()
         try await controller.lock(grace: nil, by: admin)
         let settled = try await Self.pendingAnswer(controller)
         await controller.acknowledge(a, sequence: try await Self.nextWill(&events))
         #expect(await settled.first { _ in true } == .locked)
-        #expect(await controller.answerWhenSettled { _ in Issue.record("answered twice") } == .settled(.locked))
+        #expect(await controller.answerWhenSettled(for: ObjectIdentifier(owner)) { _ in Issue.record("answered twice") } == .locked)
     }
 
     @Test("a forgotten answer is never given; shutdown gives the others the current state")
     func forgottenAndShutdownAnswers() async throws {
         _ = hub.subscribe()
         try await controller.lock(grace: nil, by: admin)
-        guard case .pending(let forgotten) = await controller.answerWhenSettled({ _ in Issue.record("forgotten answer given") }) else {
-            Issue.record("expected a pending answer")
-            return
-        }
-        await controller.forgetAnswer(forgotten)
+        let gone = Owner()
+        #expect(await controller.answerWhenSettled(for: ObjectIdentifier(gone)) { _ in Issue.record("forgotten answer given") } == nil)
+        #expect(await controller.answerWhenSettled(for: ObjectIdentifier(gone)) { _ in Issue.record("forgotten answer given") } == nil)
+        await controller.forgetAnswers(for: ObjectIdentifier(gone))
         let settled = try await Self.pendingAnswer(controller)
         await controller.stop()
         #expect(await settled.first { _ in true } == .locking)

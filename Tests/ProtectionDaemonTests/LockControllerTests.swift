@@ -174,6 +174,15 @@ struct LockControllerTests {
         #expect(await controller.answerWhenSettled(for: ObjectIdentifier(owner)) { _ in Issue.record("answered twice") } == .locked)
     }
 
+    @Test("an unlock during the grace period answers a waiting lock at once, with the new state")
+    func unlockAnswersAWaitingLock() async throws {
+        _ = hub.subscribe()
+        try await controller.lock(grace: nil, by: admin)
+        let settled = try await Self.pendingAnswer(controller)
+        try await controller.unlock(passcode: StoreFixture.secret(Self.passcode), by: admin)
+        #expect(await settled.first { _ in true } == .unlocked)
+    }
+
     @Test("a forgotten answer is never given; shutdown gives the others the current state")
     func forgottenAndShutdownAnswers() async throws {
         _ = hub.subscribe()

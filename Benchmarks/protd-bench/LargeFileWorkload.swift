@@ -237,7 +237,7 @@ struct LargeFileWorkload {
         }
         let sealSample = Sample(values: seal)
         let openSample = Sample(values: open)
-        let note = "not in the format: the default stays XChaCha20-Poly1305 (see docs/BENCHMARKS.md)"
+        let note = "not in the format: the default stays XChaCha20-Poly1305 (why: docs/DESIGN.md, section Why)"
         report.add(Row(workload: label, measure: "raw libsodium AES-256-GCM seal", unit: "MiB/s", sample: sealSample, note: note))
         report.add(Row(workload: label, measure: "raw libsodium AES-256-GCM open", unit: "MiB/s", sample: openSample, note: note))
         report.add(Row(workload: label, measure: "AES-256-GCM / XChaCha20-Poly1305 seal", unit: "x",

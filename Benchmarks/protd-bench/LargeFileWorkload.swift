@@ -17,6 +17,9 @@ struct LargeFileWorkload {
     var bytes: Int { options.sizeMiB << 20 }
     var mebibytes: Double { Double(options.sizeMiB) }
 
+    /// MiB/s for each timing.
+    func throughput(_ sample: Sample) -> Sample { Sample(values: sample.values.map { mebibytes / $0 }) }
+
     func run(daemon: DaemonProcess, client: DataProtectionClient) async throws -> (write: Double, read: Double) {
         let content = [UInt8](repeating: 0x5A, count: Self.chunk)
         let chunks = bytes / Self.chunk
@@ -30,40 +33,17 @@ struct LargeFileWorkload {
             }
             return highest
         }
-        let age = try AgeRunner.prepare(in: options.dir, content: content, chunks: chunks, report: report)
-        defer { age?.remove() }
-        let gocryptfs = GocryptfsMount.mountOrSkip(in: options.dir, report: report, what: "large file on gocryptfs")
-        defer { gocryptfs?.unmount() }
-        // protd and its peers take turns, one round each, so that a slow
-        // spell on this shared machine falls on all of them alike.
-        var rounds = PeerRounds()
-        for _ in 0..<options.repetitions {
-            rounds.protdWrite.append(mebibytes / (try await Stopwatch.time {
-                try await client.file("large").write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
-                                                     protection: .completeUntilFirstUserAuthentication, durable: false)
-            }))
-            rounds.protdRead.append(mebibytes / (try await Stopwatch.time {
-                var total = 0
-                for try await piece in client.file("large").readChunks() { total += piece.count }
-                precondition(total == bytes, "read \(total) of \(bytes) bytes")
-            }))
-            if let age {
-                let (encrypt, decrypt) = try age.round()
-                rounds.ageEncrypt.append(encrypt)
-                rounds.ageDecrypt.append(decrypt)
-            }
-            if let gocryptfs {
-                let (write, read) = try plainFileRound(at: gocryptfs.mountPoint + "/large", content: content, chunks: chunks)
-                rounds.gocryptfsWrite.append(write)
-                rounds.gocryptfsRead.append(read)
-            }
-        }
-        if let gocryptfs { unlink(gocryptfs.mountPoint + "/large") }
+        let protdWrite = throughput(try await Stopwatch.sample(options.repetitions) {
+            try await client.file("large").write(contentsOf: RepeatedChunks(chunk: content, count: chunks), protection: .completeUntilFirstUserAuthentication, durable: false)
+        })
+        let protdRead = throughput(try await Stopwatch.sample(options.repetitions) {
+            var total = 0
+            for try await piece in client.file("large").readChunks() { total += piece.count }
+            precondition(total == bytes, "read \(total) of \(bytes) bytes")
+        })
         sampler.cancel()
         peak = max(peak, await sampler.value)
         try await client.file("large").delete()
-        let protdWrite = Sample(values: rounds.protdWrite)
-        let protdRead = Sample(values: rounds.protdRead)
 
         let (storeWrite, storeRead) = try storeInProcess(content: content, chunks: chunks)
         let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -96,7 +76,8 @@ struct LargeFileWorkload {
                      plainRead: plainRead.median, targetWrite: 0.75 * floorWrite, targetRead: 0.75 * floorRead,
                      storeWrite: storeWrite.median, storeRead: storeRead.median)
         aesGCMComparison(xChaChaSeal: singleSeal.median, xChaChaOpen: singleOpen.median)
-        reportPeers(rounds)
+        try age(protdWrite: protdWrite.median, protdRead: protdRead.median, content: content, chunks: chunks)
+        try gocryptfs(protdWrite: protdWrite.median, protdRead: protdRead.median, content: content, chunks: chunks)
         report.skip("kernel fscrypt: not compared; this VM's kernel has no AES-NI driver (CONFIG_CRYPTO_AES_NI_INTEL unset), "
                     + "so fscrypt runs software AES at about 40-55 MB/s, which says nothing about fscrypt on real machines")
         report.add(Row(workload: "memory", measure: "daemon RSS growth streaming \(options.sizeMiB) MiB", unit: "MiB",
@@ -246,70 +227,85 @@ struct LargeFileWorkload {
                        sample: Sample(values: [openSample.median / xChaChaOpen])))
     }
 
-    /// The peers' rounds and protd's ratio to each, round by round.
-    private func reportPeers(_ rounds: PeerRounds) {
+    /// gocryptfs (FUSE) with the same 1 MiB writes and reads.
+    private func gocryptfs(protdWrite: Double, protdRead: Double, content: [UInt8], chunks: Int) throws {
+        guard let mount = GocryptfsMount.mountOrSkip(in: options.dir, report: report, what: "large file on gocryptfs") else {
+            return
+        }
+        defer { mount.unmount() }
+        let (write, read) = try plainFiles(at: mount.mountPoint + "/large", content: content, chunks: chunks)
         let label = "large file \(options.sizeMiB) MiB"
-        let paired = "protd's and the peer's rounds alternate; the ratio is taken per round, and its median shown"
-        func addRatio(_ measure: String, _ protd: [Double], _ peer: [Double], _ target: Double) {
-            let ratio = Sample(values: zip(protd, peer).map { $0 / $1 })
-            let shown = target == target.rounded() ? String(Int(target)) : String(target)
-            report.add(Row(workload: label, measure: measure, unit: "x", sample: ratio, target: ">= \(shown)x",
-                           met: ratio.median >= target, note: paired))
-        }
-        if !rounds.ageEncrypt.isEmpty {
-            report.add(Row(workload: label, measure: "age encrypt", unit: "MiB/s", sample: Sample(values: rounds.ageEncrypt)))
-            report.add(Row(workload: label, measure: "age decrypt", unit: "MiB/s", sample: Sample(values: rounds.ageDecrypt)))
-            addRatio("protd write / age encrypt", rounds.protdWrite, rounds.ageEncrypt, 2)
-            addRatio("protd read / age decrypt", rounds.protdRead, rounds.ageDecrypt, 2)
-        }
-        if !rounds.gocryptfsWrite.isEmpty {
-            report.add(Row(workload: label, measure: "gocryptfs write", unit: "MiB/s", sample: Sample(values: rounds.gocryptfsWrite)))
-            report.add(Row(workload: label, measure: "gocryptfs read", unit: "MiB/s", sample: Sample(values: rounds.gocryptfsRead),
-                           note: "read back through FUSE right after writing; gocryptfs decrypts on every read"))
-            addRatio("protd write / gocryptfs write", rounds.protdWrite, rounds.gocryptfsWrite, 1.5)
-            addRatio("protd read / gocryptfs read", rounds.protdRead, rounds.gocryptfsRead, 1.5)
-        }
+        report.add(Row(workload: label, measure: "gocryptfs write", unit: "MiB/s", sample: write))
+        report.add(Row(workload: label, measure: "gocryptfs read", unit: "MiB/s", sample: read,
+                       note: "read back through FUSE right after writing; gocryptfs decrypts on every read"))
+        report.add(Row(workload: label, measure: "protd write / gocryptfs write", unit: "x",
+                       sample: Sample(values: [protdWrite / write.median]), target: ">= 1.5x", met: protdWrite / write.median >= 1.5))
+        report.add(Row(workload: label, measure: "protd read / gocryptfs read", unit: "x",
+                       sample: Sample(values: [protdRead / read.median]), target: ">= 1.5x", met: protdRead / read.median >= 1.5))
     }
 
-    /// Plain 1 MiB writes and reads of a file at `path`, `options.repetitions` times.
+    /// Plain 1 MiB writes and reads of a file at `path`.
     private func plainFiles(at path: String, content: [UInt8], chunks: Int) throws -> (Sample, Sample) {
         defer { unlink(path) }
         var write: [Double] = []
         var read: [Double] = []
+        var buffer = [UInt8](repeating: 0, count: Self.chunk)
         for _ in 0..<options.repetitions {
-            let round = try plainFileRound(at: path, content: content, chunks: chunks)
-            write.append(round.write)
-            read.append(round.read)
+            unlink(path)
+            let start = ContinuousClock.now
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            for _ in 0..<chunks { _ = content.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+            close(fd)
+            write.append(mebibytes / seconds(since: start))
+            let readStart = ContinuousClock.now
+            let rfd = open(path, O_RDONLY)
+            while buffer.withUnsafeMutableBytes({ Glibc.read(rfd, $0.baseAddress, $0.count) }) > 0 {}
+            close(rfd)
+            read.append(mebibytes / seconds(since: readStart))
         }
         return (Sample(values: write), Sample(values: read))
     }
 
-    /// MiB/s of writing the file at `path` anew in 1 MiB writes, then of
-    /// reading it back.
-    private func plainFileRound(at path: String, content: [UInt8], chunks: Int) throws -> (write: Double, read: Double) {
-        var buffer = [UInt8](repeating: 0, count: Self.chunk)
-        unlink(path)
-        let start = ContinuousClock.now
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    /// age encrypt (write) and decrypt (read) with an X25519 recipient.
+    private func age(protdWrite: Double, protdRead: Double, content: [UInt8], chunks: Int) throws {
+        guard let age = BenchEnvironment.which("age"), let keygen = BenchEnvironment.which("age-keygen") else {
+            report.skip("age: not installed (apt-get install age)")
+            return
+        }
+        let base = options.dir + "/protd-bench-age-\(getpid())"
+        defer { for suffix in ["key", "in", "enc", "out"] { unlink("\(base).\(suffix)") } }
+        unlink("\(base).key")
+        let generated = try BenchEnvironment.run(keygen, ["-o", "\(base).key"])
+        guard let recipient = (generated.stderr + generated.stdout).split(separator: " ").last?
+            .trimmingCharacters(in: .whitespacesAndNewlines), recipient.hasPrefix("age1") else {
+            report.skip("age: age-keygen gave no recipient")
+            return
+        }
+        let fd = open("\(base).in", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         for _ in 0..<chunks { _ = content.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
         close(fd)
-        let write = mebibytes / seconds(since: start)
-        let readStart = ContinuousClock.now
-        let rfd = open(path, O_RDONLY)
-        while buffer.withUnsafeMutableBytes({ Glibc.read(rfd, $0.baseAddress, $0.count) }) > 0 {}
-        close(rfd)
-        return (write, mebibytes / seconds(since: readStart))
+        var encrypt: [Double] = []
+        var decrypt: [Double] = []
+        for _ in 0..<options.repetitions {
+            let start = ContinuousClock.now
+            try BenchEnvironment.run(age, ["-r", recipient, "-o", "\(base).enc", "\(base).in"])
+            encrypt.append(mebibytes / seconds(since: start))
+            unlink("\(base).out")
+            let readStart = ContinuousClock.now
+            try BenchEnvironment.run(age, ["-d", "-i", "\(base).key", "-o", "\(base).out", "\(base).enc"])
+            decrypt.append(mebibytes / seconds(since: readStart))
+        }
+        let encryptSample = Sample(values: encrypt)
+        let decryptSample = Sample(values: decrypt)
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "age encrypt", unit: "MiB/s", sample: encryptSample))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "age decrypt", unit: "MiB/s", sample: decryptSample))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd write / age encrypt", unit: "x",
+                       sample: Sample(values: [protdWrite / encryptSample.median]), target: ">= 2x",
+                       met: protdWrite / encryptSample.median >= 2))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd read / age decrypt", unit: "x",
+                       sample: Sample(values: [protdRead / decryptSample.median]), target: ">= 2x",
+                       met: protdRead / decryptSample.median >= 2))
     }
-}
-
-/// MiB/s per round of protd and of each peer that could run.
-private struct PeerRounds {
-    var protdWrite: [Double] = []
-    var protdRead: [Double] = []
-    var ageEncrypt: [Double] = []
-    var ageDecrypt: [Double] = []
-    var gocryptfsWrite: [Double] = []
-    var gocryptfsRead: [Double] = []
 }
 
 /// Seconds since `start`.

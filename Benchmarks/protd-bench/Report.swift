@@ -65,9 +65,7 @@ final class Report {
             Every figure is the median of several runs, with min..max; comparisons are ratios against baselines
             measured in the same invocation. The client (protd-bench) and the daemon share the machine's cores,
             so protd figures include the client's own work; peers (age, gocryptfs, plain files) are driven the
-            same way from the same process or as child processes. For the large file, protd, age and gocryptfs
-            take turns round by round, and protd's ratio to each is taken per round, so that a slow spell of
-            this shared machine does not fall on one side only.
+            same way from the same process or as child processes.
 
             ## Machine
 

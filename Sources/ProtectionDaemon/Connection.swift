@@ -22,6 +22,8 @@ final class Connection {
     /// chunks and end are ignored.
     private var answeredWrites: Set<UInt32> = []
     private var subscription: SubscriberID?
+    /// Whether a lock-and-wait left its answer with the controller.
+    private var leftLockAnswers = false
 
     private var namespace: Namespace { Namespace(uid: peer.uid) }
 
@@ -127,6 +129,7 @@ final class Connection {
             let settled = await context.lockController.answerWhenSettled(for: ObjectIdentifier(self)) { state in
                 events.answer(Self.lockAnswer(settledIn: state).frame(requestID: id))
             }
+            leftLockAnswers = leftLockAnswers || settled == nil
             return settled.map(Self.lockAnswer(settledIn:))
         case .unlock(let passcode):
             // The copies in NIO's buffers and in `passcode` cannot be zeroed
@@ -344,7 +347,7 @@ final class Connection {
     /// Closes handles, aborts writes, drops pending lock answers, leaves
     /// the event hub.
     private func release() async {
-        await context.lockController.forgetAnswers(for: ObjectIdentifier(self))
+        if leftLockAnswers { await context.lockController.forgetAnswers(for: ObjectIdentifier(self)) }
         for handle in handles.values { handle.close() }
         handles.removeAll()
         for pending in writes.values { pending.abort() }

@@ -128,9 +128,11 @@ public struct LockStateMachine: Sendable {
     /// taken or ignored. Returns false, changing nothing, when it is the
     /// last one awaited; `acknowledged(by:sequence:)` must then take it.
     public mutating func acknowledgedWithoutCompleting(by subscriber: SubscriberID, sequence: UInt64) -> Bool {
-        guard case .locking(_, let waiting, let announcement) = phase, sequence == announcement,
-              waiting.contains(subscriber) else { return true }
-        guard waiting.count > 1 else { return false }
+        // No binding of the set may outlive these checks, or `stopWaiting`
+        // would copy it instead of changing it in place.
+        guard case .locking(_, _, let announcement) = phase, sequence == announcement,
+              awaitedSubscribers.contains(subscriber) else { return true }
+        guard awaitedSubscribers.count > 1 else { return false }
         _ = stopWaiting(for: subscriber)
         return true
     }

@@ -5,6 +5,14 @@ import Testing
 
 @Suite("Bad input, bad passcodes and shutdown", .serialized)
 struct RobustnessEndToEndTests {
+    @Test("daemons started by tests ignore PROTD_* settings left in the environment, but take those asked for")
+    func testDaemonsIgnoreInheritedSettings() {
+        let environment = DaemonProcess.childEnvironment(
+            inheriting: ["PATH": "/usr/bin", "PROTD_SOCKET_PATH": "/elsewhere", "PROTD_LOG_LEVEL": "trace"],
+            adding: ["PROTD_LOG_LEVEL": "error"])
+        #expect(environment == ["PATH": "/usr/bin", "PROTD_LOG_LEVEL": "error"])
+    }
+
     /// A well-behaved client keeps working while `attack` misbehaves.
     private func expectSurvives(_ daemon: DaemonProcess, _ attack: (RawConnection) throws -> Void) async throws {
         let good = try await DataProtectionClient.connect(socketPath: daemon.socketPath)

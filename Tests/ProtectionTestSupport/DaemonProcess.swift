@@ -55,13 +55,22 @@ public final class DaemonProcess: @unchecked Sendable {
         try start(extraArguments: extraArguments, environment: environment)
     }
 
+    /// The daemon's environment: `inherited` without its `PROTD_*` settings,
+    /// then `extra`.
+    public static func childEnvironment(inheriting inherited: [String: String], adding extra: [String: String]) -> [String: String] {
+        inherited.filter { !$0.key.hasPrefix("PROTD_") }.merging(extra) { $1 }
+    }
+
     /// Starts the binary and waits for its socket. `environment` entries are
-    /// added to the test's own environment.
+    /// added to the test's own environment, less any `PROTD_*` setting in
+    /// it: those outrank the configuration file, so one left in a
+    /// developer's shell (a socket path, an Argon2 cost) would change every
+    /// daemon a test or the benchmark starts.
     public func start(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binaryPath)
         process.arguments = ["--config", configPath] + extraArguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = Self.childEnvironment(inheriting: ProcessInfo.processInfo.environment, adding: environment)
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()

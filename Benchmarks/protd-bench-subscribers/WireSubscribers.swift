@@ -32,7 +32,7 @@ enum WireSubscribers {
                   case .event(let event) = try Response(frame: Frame(type: frame.type, requestID: frame.id,
                                                                      body: ByteBuffer(bytes: frame.body))),
                   event.kind == .willBecomeUnavailable
-            else { return true }  // the answers to acknowledgements, and the other events
+            else { return true }  // the other events
             let receivedAt = ContinuousClock.now
             var acknowledgement = ByteBuffer()
             Request.acknowledge(sequence: event.sequence).frame(requestID: nextID).encode(into: &acknowledgement)

@@ -19,8 +19,8 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
 
     private var context: ChannelHandlerContext?
     private var pending = CircularBuffer<Frame>(initialCapacity: 4)
-    private var started = false
-    /// Takes an acknowledgement's sequence; set by `start`.
+    /// Takes an acknowledgement's sequence; set by `start`, so the sink has
+    /// started once it is there.
     private var acknowledge: (@Sendable (UInt64) -> Void)?
 
     /// Makes a sink that holds frames until `start()`.
@@ -36,7 +36,6 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
     /// Sends what is waiting, and from now on every frame as it comes;
     /// `acknowledge` takes the subscriber's acknowledgements from now on.
     func start(acknowledge: @escaping @Sendable (UInt64) -> Void) {
-        started = true
         self.acknowledge = acknowledge
         drain()
     }
@@ -75,7 +74,7 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func drain() {
-        guard started, let context, !pending.isEmpty else { return }
+        guard acknowledge != nil, let context, !pending.isEmpty else { return }
         var wrote = false
         while context.channel.isWritable, let frame = pending.popFirst() {
             context.write(wrapOutboundOut(frame), promise: nil)

@@ -30,15 +30,7 @@ enum Output {
     /// closed pipe) there is no one left to tell, so the rest is dropped.
     /// `FileHandle.write` would crash the process instead.
     private static func write(_ bytes: Data, to fd: Int32) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { return }
-                offset += written
-            }
-        }
+        _ = bytes.withUnsafeBytes { writeAll(fd, $0) }
     }
 
     /// A file's attributes as JSON fields.

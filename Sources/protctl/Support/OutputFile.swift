@@ -45,17 +45,8 @@ final class OutputFile {
 
     /// Writes all of `bytes`.
     func write(_ bytes: [UInt8]) throws {
-        try bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else {
-                    throw CommandFailure(description: "cannot write \(target): \(String(cString: strerror(errno)))",
-                                         exitCode: 73)
-                }
-                offset += written
-            }
+        guard bytes.withUnsafeBytes({ writeAll(fd, $0) }) else {
+            throw CommandFailure(description: "cannot write \(target): \(String(cString: strerror(errno)))", exitCode: 73)
         }
     }
 

@@ -46,6 +46,10 @@ let package = Package(
             path: "Sources/CPeerCredentials"
         ),
         .target(
+            name: "CProcessHardening",
+            path: "Sources/CProcessHardening"
+        ),
+        .target(
             name: "ProtectionWire",
             dependencies: [
                 "ProtectionCore",
@@ -65,7 +69,8 @@ let package = Package(
         .target(
             name: "ProtectionDaemon",
             dependencies: [
-                "ProtectionCore", "ProtectionWire", "Sodium", "CPeerCredentials", "ProtectionConfiguration",
+                "ProtectionCore", "ProtectionWire", "Sodium", "CPeerCredentials", "CProcessHardening",
+                "ProtectionConfiguration",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

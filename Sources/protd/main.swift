@@ -8,6 +8,14 @@ import UnixSignals
 /// protd: read the configuration once, then run the daemon until SIGTERM or
 /// SIGINT. Exit codes: 0 after a clean shutdown, 78 for a configuration
 /// error, 1 for any other start-up failure.
+// Before anything secret is read: no core dumps, no ptrace by the same user.
+do {
+    try ProcessHardening.apply()
+} catch {
+    FileHandle.standardError.write(Data("protd: \(error)\n".utf8))
+    exit(1)
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 let environment = ProcessInfo.processInfo.environment
 

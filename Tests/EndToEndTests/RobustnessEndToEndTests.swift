@@ -13,6 +13,19 @@ struct RobustnessEndToEndTests {
         #expect(environment == ["PATH": "/usr/bin", "PROTD_LOG_LEVEL": "error"])
     }
 
+    @Test("the daemon turns off its own core dumps, and is hidden from other processes of its user")
+    func noCoreDumps() throws {
+        let daemon = try DaemonProcess()
+        let limits = try String(contentsOfFile: "/proc/\(daemon.pid)/limits", encoding: .utf8)
+        let coreLine = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
+        #expect(coreLine.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"])
+        // Not dumpable: its /proc files belong to root, so a non-root test
+        // user (the daemon's own) can no longer read its environment.
+        if getuid() != 0 {
+            #expect(FileManager.default.contents(atPath: "/proc/\(daemon.pid)/environ") == nil)
+        }
+    }
+
     /// A well-behaved client keeps working while `attack` misbehaves.
     private func expectSurvives(_ daemon: DaemonProcess, _ attack: (RawConnection) throws -> Void) async throws {
         let good = try await DataProtectionClient.connect(socketPath: daemon.socketPath)

@@ -127,7 +127,7 @@ extension ConfigurationKey {
     static let maxOpenHandlesPerConnection = Self(
         "limits.max-open-handles-per-connection", "N", type: "integer", default: "\(defaults.maxOpenHandlesPerConnection)",
         expected: "an integer >= 1",
-        help: "Most open file handles one connection may hold.")
+        help: "Most open file handles plus writes in progress one connection may hold.")
 
     /// Every key of `DaemonConfiguration`, in the order of the YAML file.
     static let all: [Self] = [

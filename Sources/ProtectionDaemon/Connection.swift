@@ -154,6 +154,7 @@ final class Connection {
             // An id whose earlier write failed may be used again.
             answeredWrites.remove(id)
             do {
+                try ensureRoomForAnotherFile()
                 writes[id] = try store.beginWrite(to: try FileName(name), in: namespace, protection: protection,
                                                   durable: durable)
             } catch {
@@ -184,9 +185,7 @@ final class Connection {
             try await streamRead(name: name, offset: offset, length: length, id: id)
             return nil
         case .open(let name, let mode, let protection):
-            guard handles.count < context.maximumOpenHandles else {
-                throw WireError(.tooManyHandles, "this connection already has \(handles.count) open handles; close some first")
-            }
+            try ensureRoomForAnotherFile()
             let openMode: OpenMode = switch mode {
             case .existing: .existing
             case .createNew: .createNew(protection)
@@ -303,6 +302,15 @@ final class Connection {
             throw WireError(.handleClosed, "no open handle \(number) on this connection")
         }
         return handle
+    }
+
+    /// Open handles and writes in progress each hold a file descriptor;
+    /// together they may not pass the connection's limit.
+    private func ensureRoomForAnotherFile() throws {
+        guard handles.count + writes.count < context.maximumOpenHandles else {
+            throw WireError(.tooManyHandles, "this connection already has \(handles.count) open handles and "
+                            + "\(writes.count) writes in progress; close or finish some first")
+        }
     }
 
     /// After a failed chunk or commit: the error is the write's answer;

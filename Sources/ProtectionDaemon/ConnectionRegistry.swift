@@ -4,26 +4,43 @@ internal import Synchronization
 /// The open client channels, so shutdown can close them all and the
 /// connection limit can be enforced.
 final class ConnectionRegistry: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    /// Whether a new channel may be served.
+    enum Admission {
+        case admitted
+        /// `limit` channels are already open.
+        case full
+        /// Shutdown has begun: nothing new is served.
+        case closing
+    }
 
-    /// Adds a channel; false when `limit` channels are already open.
-    func add(_ channel: any Channel, limit: Int) -> Bool {
-        channels.withLock { channels in
-            guard channels.count < limit else { return false }
-            channels[ObjectIdentifier(channel)] = channel
-            return true
+    private struct State {
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var closing = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Adds a channel unless the registry is full or closing.
+    func add(_ channel: any Channel, limit: Int) -> Admission {
+        state.withLock { state in
+            if state.closing { return .closing }
+            guard state.channels.count < limit else { return .full }
+            state.channels[ObjectIdentifier(channel)] = channel
+            return .admitted
         }
     }
 
     /// Forgets a channel.
     func remove(_ channel: any Channel) {
-        _ = channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+        _ = state.withLock { $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
-    /// Closes every open channel.
+    /// Closes every open channel, and every one added later.
     func closeAll() {
-        for channel in channels.withLock({ Array($0.values) }) {
-            channel.close(promise: nil)
+        let open = state.withLock { state in
+            state.closing = true
+            return Array(state.channels.values)
         }
+        for channel in open { channel.close(promise: nil) }
     }
 }

@@ -29,7 +29,7 @@ public final class Daemon: Service {
         hub = EventHub()
         lockController = LockController(store: store, hub: hub, defaultGrace: configuration.gracePeriod, logger: logger)
         self.logger = logger
-        let adminGroupID = getgrnam(configuration.adminGroup).map { $0.pointee.gr_gid }
+        let adminGroupID = GroupLookup.id(of: configuration.adminGroup)
         if adminGroupID == nil {
             logger.warning("admin group does not exist; only root may lock or change the passcode",
                            metadata: ["protd.admin_group": "\(configuration.adminGroup)"])
@@ -39,6 +39,15 @@ public final class Daemon: Service {
             authorization: Authorization(adminGroupID: adminGroupID, daemonUID: getuid()),
             maximumFrameLength: configuration.maxFrameBytes,
             maximumOpenHandles: configuration.maxOpenHandlesPerConnection, logger: logger)
+        let fileLimit = OpenFileLimit.raiseToHardLimit()
+        let filesNeeded = OpenFileLimit.needed(connections: configuration.maxConnections,
+                                               filesPerConnection: configuration.maxOpenHandlesPerConnection)
+        if fileLimit < filesNeeded {
+            logger.warning("""
+                the open-file limit is below what the connection and handle limits allow: a few clients \
+                can exhaust it and then no one can connect; raise LimitNOFILE or lower the limits
+                """, metadata: ["protd.open_file_limit": "\(fileLimit)", "protd.open_files_allowed": "\(filesNeeded)"])
+        }
         let notifier = SystemdNotifier(environment: environment)
         let listener: DaemonServer.Listener = SocketActivation.inheritedSocket(environment: environment)
             .map { .inherited(fd: $0) }

@@ -1,3 +1,4 @@
+internal import Glibc
 internal import Logging
 internal import NIOCore
 internal import NIOPosix
@@ -55,8 +56,23 @@ public final class DaemonServer: Service {
         switch listener {
         case .path(let path, let mode, let group):
             try ListeningSocket.prepare(path: path)
-            server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
-            try ListeningSocket.applyPermissions(path: path, mode: mode, group: group)
+            // Owner-only until its mode and group are set: a client that
+            // connected in between would keep its connection.
+            let previousMask = umask(0o177)
+            do {
+                server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+                umask(previousMask)
+            } catch {
+                umask(previousMask)
+                throw error
+            }
+            do {
+                try ListeningSocket.applyPermissions(path: path, mode: mode, group: group)
+            } catch {
+                try? await server.channel.close()
+                ListeningSocket.remove(path: path)
+                throw error
+            }
             context.logger.notice("serving", metadata: ["protd.socket": "\(path)"])
         case .inherited(let fd):
             server = try await bootstrap.bind(fd, childChannelInitializer: initializer)
@@ -83,7 +99,13 @@ public final class DaemonServer: Service {
 
     private func serve(_ accepted: AcceptedConnection) async {
         let (connection, peer) = (accepted.channel, accepted.peer)
-        guard registry.add(connection.channel, limit: maximumConnections) else {
+        switch registry.add(connection.channel, limit: maximumConnections) {
+        case .admitted:
+            break
+        case .closing:
+            try? await connection.channel.close()
+            return
+        case .full:
             context.logger.warning("connection refused: too many connections",
                                    metadata: ["protd.peer.uid": "\(peer.uid)"])
             try? await connection.executeThenClose { _, outbound in

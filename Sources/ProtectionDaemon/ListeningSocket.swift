@@ -33,8 +33,8 @@ enum ListeningSocket {
     /// Sets the socket file's mode, and its group when given.
     static func applyPermissions(path: String, mode: UInt32, group: String?) throws {
         if let group {
-            guard let entry = getgrnam(group) else { throw DaemonStartupError("socket group \(group) does not exist") }
-            guard chown(path, uid_t.max, entry.pointee.gr_gid) == 0 else {
+            guard let gid = GroupLookup.id(of: group) else { throw DaemonStartupError("socket group \(group) does not exist") }
+            guard chown(path, uid_t.max, gid) == 0 else {
                 throw DaemonStartupError("could not give \(path) to group \(group): \(String(cString: strerror(errno)))")
             }
         }

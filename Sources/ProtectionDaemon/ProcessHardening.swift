@@ -9,10 +9,13 @@ internal import Glibc
 /// and it sets its core size limit to 0, for core handlers that ignore the
 /// dumpable flag (`fs.suid_dumpable=2`).
 public enum ProcessHardening {
-    /// Applies both settings; call before any secret is read.
+    /// Applies both settings; call before any secret is read. Only a
+    /// failing `PR_SET_DUMPABLE` is an error: a system-call filter may
+    /// refuse `setrlimit` (EPERM), and whoever filters it also sets the
+    /// limit (the unit's `LimitCORE=0`).
     public static func apply() throws(DaemonStartupError) {
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-        guard setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore) == 0 else {
+        if setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore) != 0 && errno != EPERM {
             throw DaemonStartupError("could not turn off core dumps: \(String(cString: strerror(errno)))")
         }
         guard protd_set_not_dumpable() == 0 else {

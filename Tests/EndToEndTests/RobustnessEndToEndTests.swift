@@ -26,6 +26,32 @@ struct RobustnessEndToEndTests {
         }
     }
 
+    @Test("writes in progress count toward the per-connection handle limit; the refused write gets one answer")
+    func writesCountTowardTheHandleLimit() throws {
+        let daemon = try DaemonProcess(extraConfig: "limits:\n  max-open-handles-per-connection: 2\n")
+        let raw = try RawConnection(path: daemon.socketPath)
+        defer { raw.close() }
+        try raw.handshake()
+        func writeBegin(_ name: String, id: UInt32) throws {
+            // name (u16 length + bytes), class none (4), durable false
+            try raw.send(type: 0x07, id: id, body: [0, UInt8(name.utf8.count)] + Array(name.utf8) + [4, 0])
+        }
+        try writeBegin("a", id: 10)
+        try writeBegin("b", id: 11)
+        try writeBegin("c", id: 12)
+        let refused = try #require(try raw.readFrame())
+        #expect(refused.type == 0x8F && refused.id == 12)
+        #expect(Array(refused.body.prefix(2)) == [0, 17], "tooManyHandles")
+        // The refused id's chunk and end are ignored; the first write completes.
+        try raw.send(type: 0x08, id: 12, body: [0, 0, 0, 1, 9])
+        try raw.send(type: 0x09, id: 12, body: [])
+        try raw.send(type: 0x08, id: 10, body: [0, 0, 0, 2, 1, 2])
+        try raw.send(type: 0x09, id: 10, body: [])
+        let written = try #require(try raw.readFrame())
+        #expect(written.type == 0x83 && written.id == 10)
+        #expect(written.body == [0, 0, 0, 0, 0, 0, 0, 2])
+    }
+
     /// A well-behaved client keeps working while `attack` misbehaves.
     private func expectSurvives(_ daemon: DaemonProcess, _ attack: (RawConnection) throws -> Void) async throws {
         let good = try await DataProtectionClient.connect(socketPath: daemon.socketPath)

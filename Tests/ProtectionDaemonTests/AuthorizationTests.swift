@@ -55,3 +55,18 @@ struct AuthorizationTests {
         #expect(PeerCredentials.parse(raw) == [0, 5])
     }
 }
+
+@Suite("Group settings")
+struct GroupLookupTests {
+    @Test("a numeric group is taken as the gid itself, even with no entry in the group database")
+    func numericGroup() {
+        #expect(GroupLookup.id(of: "0") == 0)
+        #expect(GroupLookup.id(of: "54321") == 54321)
+    }
+
+    @Test("a group name is looked up, and an unknown name has no gid")
+    func namedGroup() {
+        #expect(GroupLookup.id(of: "root") == 0)
+        #expect(GroupLookup.id(of: "no-such-group-protd") == nil)
+    }
+}

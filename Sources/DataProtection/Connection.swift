@@ -208,10 +208,19 @@ final class Connection: Sendable {
         try await send(request, requestID: try router.untrackedRequestID())
     }
 
-    /// `sendIgnoringAnswer` without waiting even for the frame to be queued,
-    /// nor reporting a failure (a handle's close on release).
-    func sendDetached(_ request: Request) {
-        Task { try? await sendIgnoringAnswer(request) }
+    /// Sends `request` from a task of its own, without waiting even for the
+    /// frame to be queued, nor reporting a failure: clean-up that must go
+    /// out even when the caller's task is cancelled (a cancelled task's
+    /// writes are dropped) or gone (a handle's close on release). Without
+    /// `requestID`, its answer is dropped when it comes.
+    func sendDetached(_ request: Request, requestID: UInt32? = nil) {
+        Task {
+            if let requestID {
+                try? await send(request, requestID: requestID)
+            } else {
+                try? await sendIgnoringAnswer(request)
+            }
+        }
     }
 
     // MARK: Closing

@@ -126,7 +126,17 @@ extension ProtectedFile {
         public func close() async {
             guard closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
             else { return }
-            try? await connection.expectOK(.handleClose(handle: handle), "handleClose")
+            // A cancelled task cannot send: the close goes out on its own.
+            guard !Task.isCancelled else { return connection.sendDetached(.handleClose(handle: handle)) }
+            do {
+                try await connection.expectOK(.handleClose(handle: handle), "handleClose")
+            } catch .cancelled {
+                // Cancelled while sending or waiting: close again to be sure
+                // (a second close is answered handleClosed, and dropped).
+                connection.sendDetached(.handleClose(handle: handle))
+            } catch {
+                // The connection is gone, and with it the handle.
+            }
         }
 
         // MARK: Helpers

@@ -88,6 +88,11 @@ struct WriteSession {
     mutating func abandon() async {
         guard !ended else { return }
         ended = true
+        // A cancelled task cannot send: the abort goes out on its own, or
+        // the daemon would keep the temporary file until the client leaves.
+        guard !Task.isCancelled else {
+            return connection.sendDetached(.writeAbort, requestID: pending.requestID)
+        }
         try? await connection.send(.writeAbort, requestID: pending.requestID)
     }
 

@@ -52,6 +52,45 @@ struct RobustnessEndToEndTests {
         #expect(written.body == [0, 0, 0, 0, 0, 0, 0, 2])
     }
 
+    @Test("a cancelled task still closes its handle and abandons its write, so the connection does not fill up")
+    func cancelledTasksReleaseHandlesAndWrites() async throws {
+        let daemon = try DaemonProcess(extraConfig: "limits:\n  max-open-handles-per-connection: 1\n")
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await client.file("kept").write([1, 2, 3], protection: .none)
+        let handle = try await client.file("kept").open(.existing)
+        await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            await handle.close()
+        }.value
+        let reopened = try await Self.eventually { try await client.file("kept").open(.existing) }
+        #expect(reopened != nil)
+        await reopened?.close()
+
+        let (chunks, feed) = AsyncStream.makeStream(of: [UInt8].self)
+        feed.yield([UInt8](repeating: 5, count: 1000))
+        let writer = Task { try await client.file("abandoned").write(contentsOf: chunks, protection: .none) }
+        try await Task.sleep(for: .milliseconds(200))
+        writer.cancel()
+        _ = await writer.result
+        let second = try await Self.eventually { try await client.file("kept").write([4], protection: .none) }
+        #expect(second == 1)
+        #expect(await EndToEnd.failure { _ = try await client.file("abandoned").read() } == .notFound)
+        await client.close()
+    }
+
+    /// `body`'s result once it stops failing with `tooManyHandles` (the
+    /// clean-up frames of a cancelled task go out on their own), within 5 s.
+    private static func eventually<T>(_ body: () async throws -> T) async throws -> T? {
+        for _ in 0..<100 {
+            do {
+                return try await body()
+            } catch DataProtectionError.tooManyHandles {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        return nil
+    }
+
     /// A well-behaved client keeps working while `attack` misbehaves.
     private func expectSurvives(_ daemon: DaemonProcess, _ attack: (RawConnection) throws -> Void) async throws {
         let good = try await DataProtectionClient.connect(socketPath: daemon.socketPath)

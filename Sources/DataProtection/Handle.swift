@@ -45,26 +45,29 @@ extension ProtectedFile {
             try checkOpen()
             guard count >= 0 else { throw .invalidArgument("cannot read a negative number of bytes (\(count))") }
             guard count > 0 else { return [] }
+            // At most `FileChunks.readAhead` chunk reads in flight, and memory
+            // for what arrives: a count far past the end of the file (a
+            // "read everything") costs no more than the file.
             let chunkSize = connection.maximumChunkSize
-            var reads: [(length: Int, answer: PendingAnswer)] = []
+            var inFlight: [(length: Int, answer: PendingAnswer)] = []
             var position = offset
             var remaining = count
-            while remaining > 0 {
-                let length = min(remaining, chunkSize)
-                reads.append((length, try await submitRead(offset: position, length: length)))
-                remaining -= length
-                let (next, overflow) = position.addingReportingOverflow(UInt64(length))
-                if overflow { break }
-                position = next
-            }
             var content: [UInt8] = []
-            content.reserveCapacity(count)
-            for read in reads {
+            content.reserveCapacity(min(count, FileChunks.readAhead * chunkSize))
+            while true {
+                while inFlight.count < FileChunks.readAhead && remaining > 0 {
+                    let length = min(remaining, chunkSize)
+                    inFlight.append((length, try await submitRead(offset: position, length: length)))
+                    remaining -= length
+                    let (next, overflow) = position.addingReportingOverflow(UInt64(length))
+                    if overflow { remaining = 0 } else { position = next }
+                }
+                guard !inFlight.isEmpty else { return content }
+                let read = inFlight.removeFirst()
                 let piece = try await Self.data(of: read.answer)
                 content.append(contentsOf: piece)
-                if piece.count < read.length { break }
+                if piece.count < read.length { return content }
             }
-            return content
         }
 
         /// Writes `data` at `offset`, extending the file if needed, and

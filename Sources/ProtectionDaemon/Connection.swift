@@ -96,7 +96,10 @@ final class Connection {
         } catch let violation as ProtocolViolation {
             throw violation
         } catch {
-            if !(error is ProtectionError || error is WireError) {
+            if error is ChannelError {
+                // The client left while it was being answered (a stream cut short).
+                logger.debug("client went away during a request", metadata: ["protd.request": "\(request.type)"])
+            } else if !(error is ProtectionError || error is WireError) {
                 logger.error("request failed unexpectedly", metadata: ["protd.request": "\(request.type)",
                                                                         "protd.error": "\(error)"])
             }

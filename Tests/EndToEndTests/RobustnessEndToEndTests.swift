@@ -78,6 +78,18 @@ struct RobustnessEndToEndTests {
         await client.close()
     }
 
+    @Test("a handle read with a count far past the end returns the file, without asking for the whole count")
+    func handleReadPastTheEnd() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await client.file("small").write([UInt8](repeating: 3, count: 300_000), protection: .none)
+        let handle = try await client.file("small").open(.existing)
+        #expect(try await handle.read(offset: 0, count: 1 << 40).count == 300_000)
+        #expect(try await handle.read(offset: 299_990, count: Int.max).count == 10)
+        await handle.close()
+        await client.close()
+    }
+
     /// `body`'s result once it stops failing with `tooManyHandles` (the
     /// clean-up frames of a cancelled task go out on their own), within 5 s.
     private static func eventually<T>(_ body: () async throws -> T) async throws -> T? {

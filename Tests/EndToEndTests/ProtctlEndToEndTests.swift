@@ -222,6 +222,81 @@ struct ProtctlEndToEndTests {
         #expect(lines.last?.contains("protectedDataDidBecomeUnavailable state=locked") == true)
     }
 
+    @Test("passwd and unlock --stdin take CRLF lines: each line's CR is not part of the passcode")
+    func stdinCRLF() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "first\r\n").status == 0)
+        let changed = try run(daemon, ["passwd", "--stdin"], input: "first\r\nsecond\r\n")
+        #expect(changed.status == 0, "\(changed.stderr)")
+        #expect(try run(daemon, ["lock", "--grace", "0"]).status == 0)
+        #expect(try run(daemon, ["unlock", "--stdin"], input: "second\r\n").status == 0)
+        #expect(try run(daemon, ["lock", "--grace", "0"]).status == 0)
+        #expect(try run(daemon, ["unlock", "--stdin"], input: "second").status == 0)
+    }
+
+    @Test("read with an --offset plus --length past 2^64-1 reads to the end of the file")
+    func readRangeOverflow() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        #expect(try run(daemon, ["write", "a"], input: "hello world").status == 0)
+        let read = try run(daemon, ["read", "a", "--offset", "1", "--length", String(UInt64.max)])
+        #expect(read.status == 0, "\(read.stderr)")
+        #expect(read.stdout == "ello world")
+    }
+
+    @Test("lock --grace nan or inf is a usage error (64) and does not lock")
+    func lockGraceNotFinite() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        #expect(try run(daemon, ["passwd", "--stdin"], input: "pass").status == 0)
+        for grace in ["nan", "inf"] {
+            let refused = try run(daemon, ["lock", "--grace", grace])
+            #expect(refused.status == 64, "--grace \(grace): \(refused.stderr)")
+            #expect(refused.stderr.contains("--grace"), "--grace \(grace): \(refused.stderr)")
+        }
+        #expect(try run(daemon, ["--json", "status"]).json?["state"] as? String == "unlocked")
+    }
+
+    @Test("an empty PROTD_SOCKET is unset: protctl uses the default socket path, not an empty one")
+    func emptySocketVariable() throws {
+        let environment = DaemonProcess.childEnvironment(inheriting: ProcessInfo.processInfo.environment,
+                                                         adding: ["PROTD_SOCKET": ""])
+        let result = try CommandRunner.run(Self.protctl, ["status"], environment: environment)
+        // Unless a system protd is running, the default path is unreachable (69) and named in the error.
+        if result.status != 0 {
+            #expect(result.status == 69, "\(result.stderr)")
+            #expect(result.stderr.contains("/run/protd/protd.sock"), "\(result.stderr)")
+        }
+    }
+
+    @Test("watch, with or without --count, exits 69 with an error when the daemon goes away")
+    func watchDaemonGone() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        var watchers: [(process: Process, stdout: Pipe, stderr: Pipe)] = []
+        for arguments in [["watch"], ["--json", "watch", "--count", "5"]] {
+            let watcher = Process()
+            watcher.executableURL = URL(fileURLWithPath: Self.protctl)
+            watcher.arguments = ["--socket", daemon.socketPath] + arguments
+            let stdout = Pipe()
+            let stderr = Pipe()
+            watcher.standardOutput = stdout
+            watcher.standardError = stderr
+            try watcher.run()
+            // The first line says the watcher is subscribed.
+            #expect(!Self.readFirstLine(stdout.fileHandleForReading).isEmpty)
+            watchers.append((watcher, stdout, stderr))
+        }
+        daemon.stop()
+        for (watcher, _, stderr) in watchers {
+            let deadline = Date().addingTimeInterval(20)
+            while watcher.isRunning && Date() < deadline { usleep(10_000) }
+            if watcher.isRunning { watcher.terminate() }
+            watcher.waitUntilExit()
+            let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(watcher.terminationReason == .exit)
+            #expect(watcher.terminationStatus == 69, "\(watcher.arguments ?? []): \(message)")
+            #expect(message.hasPrefix("protctl: ") && message.contains("protd"), "\(watcher.arguments ?? []): \(message)")
+        }
+    }
+
     @Test("help exists for every verb, and completions and errors for bad usage")
     func helpAndUsage() throws {
         for verb in ["status", "lock", "unlock", "passwd", "erase", "write", "read", "ls", "rm", "protection", "watch"] {

@@ -17,7 +17,10 @@ struct Lock: AsyncParsableCommand {
     var noWait = false
 
     func validate() throws {
-        if let grace, grace < 0 || grace > 86_400 { throw ValidationError("--grace must be between 0 and 86400 seconds") }
+        // NaN compares false both ways, so test finiteness first.
+        if let grace, !grace.isFinite || grace < 0 || grace > 86_400 {
+            throw ValidationError("--grace must be between 0 and 86400 seconds")
+        }
     }
 
     func run() async throws {

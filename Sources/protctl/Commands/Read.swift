@@ -17,7 +17,7 @@ struct Read: AsyncParsableCommand {
     @Option(help: "First byte to read (with --length).")
     var offset: UInt64?
 
-    @Option(help: "Number of bytes to read (with --offset).")
+    @Option(help: "Number of bytes to read (with --offset); fewer where the file ends.")
     var length: UInt64?
 
     func validate() throws {
@@ -27,7 +27,12 @@ struct Read: AsyncParsableCommand {
     func run() async throws {
         try await CommandContext(root).run { client in
             let file = client.file(name)
-            let chunks = offset.map { file.readChunks(range: $0..<($0 + (length ?? 0))) } ?? file.readChunks()
+            // A range past the end of the file reads to the end, so an end
+            // past UInt64.max is the same as UInt64.max.
+            let chunks = offset.map { offset in
+                let (end, overflow) = offset.addingReportingOverflow(length ?? 0)
+                return file.readChunks(range: offset..<(overflow ? .max : end))
+            } ?? file.readChunks()
             if root.json {
                 var content: [UInt8] = []
                 for try await chunk in chunks { content += chunk }

@@ -7,7 +7,8 @@ struct Watch: AsyncParsableCommand {
         abstract: "Print lock events as they arrive (JSON lines with --json).",
         discussion: """
             The first line says the watcher is subscribed (with --json: {"subscribed": true, "state": ..., \
-            "eventSequence": ...}); then one line per event. --count counts events only.
+            "eventSequence": ...}); then one line per event. --count counts events only. \
+            If the daemon goes away first, watch says so on stderr and exits 69.
             """)
 
     @ParentCommand var root: Protctl
@@ -35,8 +36,10 @@ struct Watch: AsyncParsableCommand {
                 print(event)
                 if ack, case .willBecomeUnavailable = event.kind { try await client.acknowledge(event) }
                 seen += 1
-                if let count, seen >= count { break }
+                if let count, seen >= count { return }
             }
+            // The events end only when the connection does: the daemon stopped or went away.
+            throw DataProtectionError.daemonUnavailable("protd closed the connection while watching")
         }
     }
 

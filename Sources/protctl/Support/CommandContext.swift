@@ -14,10 +14,11 @@ struct CommandContext {
         json = root.json
     }
 
-    /// The socket path protctl will use: --socket, else $PROTD_SOCKET, else the default.
+    /// The socket path protctl will use: --socket, else $PROTD_SOCKET when
+    /// set and not empty (as `DataProtectionClient` reads it), else the default.
     var resolvedSocketPath: String {
         socketPath ?? ProcessInfo.processInfo.environment[DataProtectionClient.socketPathEnvironmentVariable]
-            ?? DataProtectionClient.defaultSocketPath
+            .flatMap { $0.isEmpty ? nil : $0 } ?? DataProtectionClient.defaultSocketPath
     }
 
     /// Connects, runs `body`, and maps any failure to an exit code.

@@ -7,17 +7,26 @@ import Glibc
 enum PasscodeInput {
     /// Lines of standard input, with trailing CR, LF and NUL removed.
     static func stdinLines(_ count: Int) throws -> [String] {
-        let data = FileHandle.standardInput.readDataToEndOfFile()
-        var text = String(decoding: data, as: UTF8.self)
-        while let last = text.unicodeScalars.last, last == "\0" { text.unicodeScalars.removeLast() }
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            String($0.hasSuffix("\r") ? $0.dropLast() : $0[...])
-        }
+        var data = FileHandle.standardInput.readDataToEndOfFile()
+        // Keep no copy beyond the returned lines: wipe the bytes read.
+        defer { data.resetBytes(in: data.startIndex..<data.endIndex) }
+        var lines = splitLines(data)
         if lines.count > count, lines.last == "" { lines.removeLast() }
         guard lines.count >= count, lines.prefix(count).allSatisfy({ !$0.isEmpty }) else {
             throw CommandFailure(description: "expected \(count) non-empty line(s) on standard input", exitCode: 64)
         }
         return Array(lines.prefix(count))
+    }
+
+    /// `data` without trailing NULs, split at LF bytes, one trailing CR
+    /// removed from each line. Bytes, not `Character`s: Swift reads "\r\n"
+    /// as one `Character`, so splitting a `String` at "\n" keeps CRLF lines whole.
+    private static func splitLines(_ data: Data) -> [String] {
+        var end = data.endIndex
+        while end > data.startIndex, data[end - 1] == 0 { end -= 1 }
+        return data[data.startIndex..<end].split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+            String(decoding: $0.last == UInt8(ascii: "\r") ? $0.dropLast() : $0, as: UTF8.self)
+        }
     }
 
     /// Asks on the terminal with echo off.

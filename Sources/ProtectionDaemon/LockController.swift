@@ -93,6 +93,8 @@ public actor LockController {
 
     /// Crypto-shreds everything (already authorised).
     func erase(by peer: PeerCredentials) throws {
+        // An erase whose file removal failed still happened: its events wait in the store.
+        defer { publish(store.takeUndeliveredEvents()) }
         let events = try store.erase()
         logger.critical("erased every key and file", metadata: ["protd.peer.uid": "\(peer.uid)"])
         publish(events)

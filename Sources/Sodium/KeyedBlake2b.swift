@@ -1,4 +1,5 @@
 internal import CSodium
+internal import Synchronization
 
 /// Keyed BLAKE2b (`crypto_generichash` with a key): key derivation from a
 /// secret and labelled inputs, and message authentication codes.
@@ -50,21 +51,63 @@ public enum KeyedBlake2b {
         else {
             throw SodiumError(.invalidLength, "BLAKE2b output must be 16-64 bytes and its key 16-64 bytes")
         }
-        let stateSize = crypto_generichash_statebytes()
-        let state = UnsafeMutableRawPointer.allocate(byteCount: stateSize, alignment: 64)
+        try HashStatePool.shared.withState { typed in
+            try key.withUnsafeBytes { keyBytes in
+                _ = crypto_generichash_init(typed, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                            keyBytes.count, out.count)
+            }
+            for buffer in buffers where buffer.count > 0 {
+                _ = crypto_generichash_update(typed, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                              UInt64(buffer.count))
+            }
+            _ = crypto_generichash_final(typed, out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count)
+        }
+    }
+}
+
+/// Guarded memory for BLAKE2b states. A keyed `crypto_generichash_init`
+/// copies the key into the state (as its first block) and the state then
+/// holds values derived from it, so the state is key material: it lives
+/// in `sodium_malloc`'d memory (guard pages, `mlock`, excluded from core
+/// dumps) and is zeroed as soon as the hash is done. A few zeroed states
+/// are kept for the next hashes, left read-write since they hold nothing
+/// between uses: a hash then costs no system call (a fresh guarded
+/// allocation per hash cost about ten, and every file open or create
+/// hashes twice).
+final class HashStatePool: Sendable {
+    static let shared = HashStatePool()
+    /// Zeroed states kept at most; beyond that they are freed.
+    static let keptStates = 8
+    /// The state's size rounded up to its 64-byte alignment: `sodium_malloc`
+    /// puts an allocation right before a guard page, so its start is
+    /// aligned only as far as its size is.
+    static let stateByteCount = (crypto_generichash_statebytes() + 63) & ~63
+
+    private let free = Mutex<[GuardedRegion]>([])
+
+    /// Lends a zeroed state for `body`, zeroing it again after.
+    func withState<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
+        let region = try free.withLock { $0.popLast() } ?? Self.makeState()
         defer {
-            sodium_memzero(state, stateSize)
-            state.deallocate()
+            sodium_memzero(region.base, region.byteCount)
+            free.withLock { states in
+                if states.count < Self.keptStates { states.append(region) }
+            }
         }
-        let typed = OpaquePointer(state)
-        try key.withUnsafeBytes { keyBytes in
-            _ = crypto_generichash_init(typed, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                        keyBytes.count, out.count)
-        }
-        for buffer in buffers where buffer.count > 0 {
-            _ = crypto_generichash_update(typed, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                          UInt64(buffer.count))
-        }
-        _ = crypto_generichash_final(typed, out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count)
+        return try body(OpaquePointer(region.base))
+    }
+
+    private static func makeState() throws -> GuardedRegion {
+        let region = try GuardedRegion(byteCount: stateByteCount)
+        precondition(Int(bitPattern: region.base) % 64 == 0, "BLAKE2b state must be 64-byte aligned")
+        // Read-write for good: it holds zeros whenever it is not in use.
+        region.beginWrite()
+        return region
+    }
+
+    /// Runs `body` on the states kept for reuse, with nobody able to take
+    /// one meanwhile (a test hook).
+    func withKeptStatesForTesting<R: Sendable>(_ body: ([GuardedRegion]) -> R) -> R {
+        free.withLock { body($0) }
     }
 }

@@ -40,6 +40,19 @@ struct HandleTests {
         #expect((#expect(throws: ProtectionError.self) { try handle.size() })?.code == .protectedDataUnavailable)
     }
 
+    @Test("sync on a handle that created its file, in a nested directory too")
+    func syncAfterCreate() throws {
+        let fixture = try unlockedFixture()
+        for name in ["synced", "nested/dir/synced"].map(fixture.name) {
+            let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.none))
+            try handle.sync()  // the file and, the first time, its directory
+            try handle.append([1, 2, 3])
+            try handle.sync()
+            handle.close()
+            #expect(try fixture.store.read(name, in: fixture.namespace) == [1, 2, 3])
+        }
+    }
+
     @Test("unlocking again while unlocked keeps open handles working")
     func secondUnlockKeepsHandles() throws {
         let fixture = try unlockedFixture()

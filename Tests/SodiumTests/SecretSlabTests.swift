@@ -327,3 +327,25 @@ struct SecretSlabTests {
         for thread in threads { pthread_join(thread, nil) }
     }
 }
+
+@Suite("BLAKE2b states in guarded memory")
+struct HashStateTests {
+    @Test("a keyed hash runs in a guarded state that is zero once it is done")
+    func hashStateIsGuardedAndZeroed() throws {
+        let key = try SecretBytes(count: 32) { buffer in
+            for index in buffer.indices { buffer[index] = 0xA5 }
+        }
+        for _ in 0..<3 { _ = try KeyedBlake2b.mac(key: key, parts: [[1, 2, 3]]) }
+        let (kept, allGuardedAndZero) = HashStatePool.shared.withKeptStatesForTesting { states in
+            (states.count, states.allSatisfy { state in
+                state.byteCount >= HashStatePool.stateByteCount
+                    && Int(bitPattern: state.base) % 64 == 0
+                    && state.protection == .readWrite
+                    && UnsafeRawBufferPointer(start: state.base, count: state.byteCount).allSatisfy { $0 == 0 }
+            })
+        }
+        #expect(kept >= 1)
+        #expect(kept <= HashStatePool.keptStates)
+        #expect(allGuardedAndZero)
+    }
+}

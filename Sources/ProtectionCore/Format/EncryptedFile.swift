@@ -19,6 +19,9 @@ final class EncryptedFile {
     private var plain: [UInt8] = []
     private var stored: [UInt8] = []
     private var closed = false
+    /// Set by `create`: the new name is durable only once the directory
+    /// holding it is fsynced, which the first `sync` does.
+    private var directoryNeedsSync = false
 
     private init(fd: Int32, path: String, header: FileHeader, key: FileKey, size: Int) {
         self.fd = fd
@@ -47,6 +50,7 @@ final class EncryptedFile {
             file.abandon()
             throw error
         }
+        file.directoryNeedsSync = true
         return file
     }
 
@@ -186,10 +190,15 @@ final class EncryptedFile {
         header = updated
     }
 
-    /// Flushes content to stable storage.
+    /// Flushes content to stable storage; after `create`, the first call
+    /// also fsyncs the directory, so the file's name survives a crash too.
     func sync() throws {
         try checkOpen()
         try Posix.fsync(fd, path: path)
+        if directoryNeedsSync {
+            try Posix.fsyncDirectory(Posix.parentDirectory(of: path))
+            directoryNeedsSync = false
+        }
     }
 
     /// Wipes the file key and closes the descriptor. Idempotent.

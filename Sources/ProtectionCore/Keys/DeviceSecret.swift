@@ -31,6 +31,21 @@ public enum DeviceSecret {
         }
     }
 
+    /// Removes the temporary files a start interrupted while creating the
+    /// fallback file left next to it (`<path>.tmp-<32 hex>`). A credential
+    /// is systemd's and left alone.
+    static func removeLeftoverTemporaryFiles(for source: Source) throws {
+        guard case .file(let path) = source else { return }
+        let prefix = temporaryPrefix(for: path)
+        try Posix.removeFiles(in: Posix.parentDirectory(of: path)) { SecureRandomName.matches($0, prefix: prefix) }
+    }
+
+    /// The name of `path`'s temporary files (in `create`) before their
+    /// random part.
+    private static func temporaryPrefix(for path: String) -> String {
+        (path.split(separator: "/").last.map(String.init) ?? path) + ".tmp-"
+    }
+
     /// Refuses a secret file that other users could read or replace.
     private static func checkPrivate(_ path: String) throws {
         var info = stat()

@@ -44,16 +44,30 @@ struct FileStore: Sendable {
         AtomicFileWriter(scratchDirectory: scratchDirectory(namespace))
     }
 
+    /// Class and size of an inode as its open handles know them, or `nil`
+    /// when none has it open (`ProtectedStore` answers).
+    typealias OpenFileAttributes = (FileIdentity) -> (protection: ProtectionClass, size: Int)?
+
     /// Class, size and modification time read from the header and the
-    /// file length; no key is needed.
-    func attributes(of name: FileName, in namespace: Namespace) throws -> FileAttributes {
+    /// file length; no key is needed. When handles have the file open,
+    /// `openFile` gives class and size instead: a handle's write changes
+    /// the file length segment by segment, so the length alone can be one
+    /// the file never had, or not whole segments at all.
+    func attributes(of name: FileName, in namespace: Namespace, openFile: OpenFileAttributes) throws -> FileAttributes {
         let path = try path(for: name, in: namespace)
         let fd = try Posix.open(path, O_RDONLY | O_NOFOLLOW)
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw Posix.error("stat", name.value) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw ProtectionError(.notFound, "\(name) is not a file") }
-        let header = try EncryptedFile.readHeader(fd: fd, path: path)
+        let read = Result { try EncryptedFile.readHeader(fd: fd, path: path) }
+        // Asked after reading the disk: whoever wrote to the file meanwhile
+        // (a handle, a class change) was its user before the first write.
+        if let open = openFile(FileIdentity(info)) {
+            return FileAttributes(name: name, protection: open.protection, size: open.size,
+                                  modificationTime: Int64(info.st_mtim.tv_sec))
+        }
+        let header = try read.get()
         guard let size = SegmentLayout(segmentSize: header.segmentSize).plaintextSize(forFileLength: Int(info.st_size)) else {
             throw ProtectionError.integrity("\(name): file length does not match whole segments")
         }
@@ -63,7 +77,7 @@ struct FileStore: Sendable {
 
     /// Every file in `namespace` whose name starts with `prefix`, sorted by
     /// name. Entries that are not protd files are skipped.
-    func list(in namespace: Namespace, prefix: String) throws -> [FileAttributes] {
+    func list(in namespace: Namespace, prefix: String, openFile: OpenFileAttributes) throws -> [FileAttributes] {
         let base = filesDirectory(namespace)
         guard Posix.exists(base) else { return [] }
         var results: [FileAttributes] = []
@@ -78,7 +92,7 @@ struct FileStore: Sendable {
                     if child.hasPrefix(prefix) || prefix.hasPrefix(child + "/") { try walk(child) }
                 } else if (info.st_mode & S_IFMT) == S_IFREG, child.hasPrefix(prefix),
                           let name = try? FileName(child),
-                          let attributes = try? self.attributes(of: name, in: namespace) {
+                          let attributes = try? self.attributes(of: name, in: namespace, openFile: openFile) {
                     results.append(attributes)
                 }
             }
@@ -95,6 +109,30 @@ struct FileStore: Sendable {
             throw ProtectionError(.notFound, "no file named \(name)")
         }
         try Posix.unlink(path)
+    }
+
+    /// Removes what whole-file writes interrupted by a crash (or
+    /// `kill -9`) left in each namespace's scratch directory: regular
+    /// files named like `AtomicFileWriter`'s temporary files, nothing
+    /// else, following no symlink. Only while no write is in progress (at
+    /// start). Returns how many were removed.
+    @discardableResult
+    func removeLeftoverTemporaryFiles() throws -> Int {
+        guard let rootFD = try Posix.openDirectory(root) else { return 0 }
+        defer { close(rootFD) }
+        var removed = 0
+        for uid in try Posix.listDirectory(rootFD, path: root) where UInt32(uid) != nil {
+            guard let namespaceFD = try Posix.openDirectory(uid, in: rootFD) else { continue }
+            defer { close(namespaceFD) }
+            guard let scratchFD = try Posix.openDirectory("tmp", in: namespaceFD) else { continue }
+            defer { close(scratchFD) }
+            let count = try Posix.removeFiles(in: scratchFD, path: "tmp") {
+                SecureRandomName.matches($0, prefix: AtomicFileWriter.temporaryPrefix)
+            }
+            if count > 0 { try Posix.fsync(scratchFD, path: "tmp") }
+            removed += count
+        }
+        return removed
     }
 
     /// Removes every namespace and file (erase).

@@ -29,11 +29,18 @@ public final class ProtectedStore: Sendable {
     private struct OpenFileEntry {
         let file: SharedOpenFile
         var handles: Set<UInt64>
+        /// Callers using `file` without a handle: one-off calls by name
+        /// (`read`, `setProtection`) and handles still being opened. It
+        /// stays open until they are done too.
+        var transientUsers = 0
+
+        var isUnused: Bool { handles.isEmpty && transientUsers == 0 }
     }
 
     private let state: LockedState<State>
     private let files: FileStore
     private let segmentSize: Int
+    private let configuration: StoreConfiguration
 
     /// Opens the state directory, creating the device secret and key bag on
     /// first use. The store starts in `beforeFirstUnlock` when a passcode
@@ -43,6 +50,9 @@ public final class ProtectedStore: Sendable {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes) bytes")
         }
         try Posix.makeDirectories(configuration.stateDirectory)
+        // Nothing of this store runs yet: whatever temporary file is there
+        // was left by a write that a crash or kill interrupted.
+        try Self.removeStateTemporaryFiles(configuration)
         let deviceSecret = try DeviceSecret.load(from: configuration.deviceSecret)
         let keyBag = try ProtectionError.translating {
             try KeyBag(path: configuration.stateDirectory + "/keybag", deviceSecret: deviceSecret,
@@ -51,6 +61,18 @@ public final class ProtectedStore: Sendable {
         state = LockedState(State(keyBag: keyBag, machine: LockStateMachine(passcodeSet: keyBag.hasPasscode)))
         files = FileStore(root: configuration.stateDirectory + "/store")
         segmentSize = configuration.segmentSize
+        self.configuration = configuration
+        try files.removeLeftoverTemporaryFiles()
+    }
+
+    /// Removes the temporary files of interrupted key bag and device
+    /// secret writes in the state directory (`tmp-<32 hex>`,
+    /// `device-key.tmp-<32 hex>`): a key bag one keeps wrapped class keys
+    /// that an erase replaced. Only while no key bag write can run: at
+    /// start, or under the state lock.
+    private static func removeStateTemporaryFiles(_ configuration: StoreConfiguration) throws {
+        try AtomicFileWriter(scratchDirectory: configuration.stateDirectory).removeLeftovers()
+        try DeviceSecret.removeLeftoverTemporaryFiles(for: configuration.deviceSecret)
     }
 
     // MARK: - Lock state
@@ -153,21 +175,35 @@ public final class ProtectedStore: Sendable {
                 erased = true
                 invalidateHandles(in: &state) { _ in true }
                 state.undeliveredEvents += perform(state.machine.erased(), on: &state).events
+                try? Self.removeStateTemporaryFiles(configuration)
                 throw error
             }
         }
     }
 
     /// Crypto-shredding: new class keys (no passcode), every handle
-    /// invalidated, every file removed. Irreversible. Returns the events to
-    /// deliver (data is available again, with no passcode).
+    /// invalidated, every file removed, and the temporary files of
+    /// interrupted key bag writes too. Irreversible. Returns the events to
+    /// deliver (data is available again, with no passcode). When removing
+    /// files fails after the keys were replaced, the erase happened all
+    /// the same: its events wait in `takeUndeliveredEvents()`.
     public func erase() throws -> [ProtectionEvent] {
+        var cleanupError: (any Error)?
         let events = try state.withLock { state in
             invalidateHandles(in: &state) { _ in true }
             try ProtectionError.translating { try state.keyBag.erase() }
-            return perform(state.machine.erased(), on: &state).events
+            let events = perform(state.machine.erased(), on: &state).events
+            // Under the lock, so no key bag write is in progress.
+            do { try Self.removeStateTemporaryFiles(configuration) } catch { cleanupError = error }
+            return events
         }
-        try files.removeEverything()
+        do {
+            try files.removeEverything()
+            if let cleanupError { throw cleanupError }
+        } catch {
+            state.withLock { $0.undeliveredEvents += events }
+            throw error
+        }
         return events
     }
 
@@ -237,7 +273,7 @@ public final class ProtectedStore: Sendable {
         let path = try files.pathCreatingParents(for: name, in: namespace)
         let exists = Posix.exists(path)
         let fd: Int32
-        let file: EncryptedFile
+        let protection: ProtectionClass?
         switch (mode, exists) {
         case (.existing, false):
             throw ProtectionError(.notFound, "no file named \(name)")
@@ -245,31 +281,39 @@ public final class ProtectedStore: Sendable {
             throw ProtectionError(.alreadyExists, "a file named \(name) already exists")
         case (.existing, true), (.openOrCreate, true):
             fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
-            file = try closing(fd) { try EncryptedFile.open(fd: fd, path: path, keys: currentKeys()) }
-        case (.createNew(let protection), false), (.openOrCreate(let protection), false):
+            protection = nil
+        case (.createNew(let newProtection), false), (.openOrCreate(let newProtection), false):
             fd = try Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
-            do {
+            protection = newProtection
+        }
+        var ownsFD = true
+        var created = false
+        defer {
+            if ownsFD { close(fd) }
+            if protection != nil && !created { unlink(path) }
+        }
+        let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
+        let keys = currentKeys()
+        let shared = joinSharedFile(identity)
+        defer { leaveSharedFile(shared) }
+        try shared.join(on: name, creating: protection != nil, open: {
+            let file: EncryptedFile
+            if let protection {
                 file = try EncryptedFile.create(fd: fd, path: path, protection: protection,
-                                                segmentSize: segmentSize, keys: currentKeys())
-            } catch {
-                close(fd)
-                unlink(path)
-                throw error
+                                                segmentSize: segmentSize, keys: keys)
+                created = true
+            } else {
+                file = try EncryptedFile.open(fd: fd, path: path, keys: keys)
             }
-        }
-        let identity: FileIdentity
-        do {
-            identity = try FileIdentity(fd: fd, path: path)
-        } catch {
-            file.close()
-            throw error
-        }
-        return try register(file, identity: identity, name: name, namespace: namespace)
+            ownsFD = false
+            return file
+        }) { _ in }
+        return try register(shared, name: name, namespace: namespace)
     }
 
     /// The class of `name`, from its header; works in every state.
     public func protection(of name: FileName, in namespace: Namespace) throws -> ProtectionClass {
-        try files.attributes(of: name, in: namespace).protection
+        try attributes(of: name, in: namespace).protection
     }
 
     /// Moves `name` to class `protection` by rewrapping its file key: the
@@ -281,13 +325,15 @@ public final class ProtectedStore: Sendable {
     }
 
     /// Size, class and modification time of `name`; works in every state.
+    /// While handles have the file open, class and size are theirs, read
+    /// between their writes.
     public func attributes(of name: FileName, in namespace: Namespace) throws -> FileAttributes {
-        try files.attributes(of: name, in: namespace)
+        try files.attributes(of: name, in: namespace, openFile: openFileAttributes)
     }
 
     /// Files in `namespace` whose name starts with `prefix`; every state.
     public func list(in namespace: Namespace, prefix: String = "") throws -> [FileAttributes] {
-        try files.list(in: namespace, prefix: prefix)
+        try files.list(in: namespace, prefix: prefix, openFile: openFileAttributes)
     }
 
     /// Deletes `name`; works in every state.
@@ -307,55 +353,85 @@ public final class ProtectedStore: Sendable {
     }
 
     /// Opens `name` for a one-off operation (which needs its class key)
-    /// and closes it after. When handles have the file open, `body` runs on
-    /// their shared file instead, so everyone sees one size and header.
+    /// and runs `body` on it as a user of the inode's `SharedOpenFile`: the
+    /// one its handles share, or a new one for the call that handles
+    /// opened meanwhile join. So the open, `body` and every handle's write
+    /// are serialised (nobody sees a write half done: a segment that lost
+    /// its final flag before the new final one was written used to be a
+    /// false `integrityFailure`) and everyone sees one size and header.
     private func withOpenFile<R>(_ name: FileName, in namespace: Namespace, _ body: (EncryptedFile) throws -> R) throws -> R {
         let path = try files.path(for: name, in: namespace)
         let fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
-        let file = try closing(fd) { try EncryptedFile.open(fd: fd, path: path, keys: currentKeys()) }
-        defer { file.close() }
-        let identity = try FileIdentity(fd: fd, path: path)
-        if let shared = state.withLock({ $0.openFiles[identity]?.file }) {
-            return try shared.perform(on: name, body)
-        }
-        return try ProtectionError.translating { try body(file) }
+        var ownsFD = true
+        defer { if ownsFD { close(fd) } }
+        let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
+        let keys = currentKeys()
+        let shared = joinSharedFile(identity)
+        defer { leaveSharedFile(shared) }
+        return try shared.join(on: name, open: {
+            let file = try EncryptedFile.open(fd: fd, path: path, keys: keys)
+            ownsFD = false
+            return file
+        }, body)
     }
 
-    /// Runs `body`, closing `fd` if it throws (on success `body`'s result owns it).
-    private func closing<R>(_ fd: Int32, _ body: () throws -> R) throws -> R {
-        do {
-            return try ProtectionError.translating(body)
-        } catch {
-            close(fd)
-            throw error
-        }
-    }
-
-    /// Tracks a new handle on `file`, or on the shared file already open
-    /// for the same inode. Done under the state lock, re-checking that a
-    /// class A key is still present, so no class A handle can slip past a
-    /// lock that completed while it was being opened.
-    private func register(
-        _ file: EncryptedFile, identity: FileIdentity, name: FileName, namespace: Namespace
-    ) throws -> ProtectedFileHandle {
-        try state.withLock { state in
-            if file.header.protection == .complete && state.keyBag.keys.a == nil {
-                file.close()
-                throw ProtectionError.unavailable(.complete)
+    /// Counts a caller (a one-off call, or a handle until `register`) as
+    /// a transient user of the inode's shared file, adding one not yet
+    /// open when there is none. End with `leaveSharedFile`.
+    private func joinSharedFile(_ identity: FileIdentity) -> SharedOpenFile {
+        state.withLock { state in
+            if var entry = state.openFiles[identity] {
+                entry.transientUsers += 1
+                state.openFiles[identity] = entry
+                return entry.file
             }
-            var entry: OpenFileEntry
-            if let existing = state.openFiles[identity] {
-                file.close()
-                entry = existing
+            let shared = SharedOpenFile(identity: identity)
+            state.openFiles[identity] = OpenFileEntry(file: shared, handles: [], transientUsers: 1)
+            return shared
+        }
+    }
+
+    /// Ends a transient use of `shared`; closes it when nobody uses it.
+    private func leaveSharedFile(_ shared: SharedOpenFile) {
+        state.withLock { state in
+            // Gone or replaced: it was invalidated (and so closed) meanwhile.
+            guard var entry = state.openFiles[shared.identity], entry.file === shared else { return }
+            entry.transientUsers -= 1
+            if entry.isUnused {
+                entry.file.close()
+                state.openFiles.removeValue(forKey: shared.identity)
             } else {
-                entry = OpenFileEntry(file: SharedOpenFile(file, identity: identity), handles: [])
+                state.openFiles[shared.identity] = entry
+            }
+        }
+    }
+
+    /// Class and size of the inode `identity` as its shared file knows
+    /// them after its last finished call, or `nil` when it is not open.
+    private func openFileAttributes(_ identity: FileIdentity) -> (protection: ProtectionClass, size: Int)? {
+        state.withLock { $0.openFiles[identity]?.file }?.currentAttributes
+    }
+
+    /// Adds a handle on `shared`, which the caller opened and still uses.
+    /// Done under the state lock, re-checking that a class A key is still
+    /// present, so no class A handle can slip past a lock that completed
+    /// while it was being opened.
+    private func register(_ shared: SharedOpenFile, name: FileName, namespace: Namespace) throws -> ProtectedFileHandle {
+        try state.withLock { state in
+            guard var entry = state.openFiles[shared.identity], entry.file === shared,
+                  let protection = shared.protection else {
+                throw ProtectionError(.protectedDataUnavailable,
+                                      "\(name) was closed by a lock or erase while it was being opened; try again")
+            }
+            if protection == .complete && state.keyBag.keys.a == nil {
+                throw ProtectionError.unavailable(.complete)
             }
             let id = state.nextHandleID
             state.nextHandleID += 1
             entry.handles.insert(id)
-            state.openFiles[identity] = entry
-            state.handleFiles[id] = identity
-            return ProtectedFileHandle(id: id, name: name, namespace: namespace, file: entry.file) { [weak self] id in
+            state.openFiles[shared.identity] = entry
+            state.handleFiles[id] = shared.identity
+            return ProtectedFileHandle(id: id, name: name, namespace: namespace, file: shared) { [weak self] id in
                 self?.handleClosed(id)
             }
         }
@@ -367,7 +443,7 @@ public final class ProtectedStore: Sendable {
             guard let identity = state.handleFiles.removeValue(forKey: id),
                   var entry = state.openFiles[identity] else { return }
             entry.handles.remove(id)
-            if entry.handles.isEmpty {
+            if entry.isUnused {
                 entry.file.close()
                 state.openFiles.removeValue(forKey: identity)
             } else {

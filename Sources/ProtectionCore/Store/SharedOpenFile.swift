@@ -11,16 +11,26 @@ struct FileIdentity: Hashable {
     init(fd: Int32, path: String) throws {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw Posix.error("stat", path) }
+        self.init(info)
+    }
+
+    /// The identity of the file `info` describes.
+    init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
     }
 }
 
-/// One open protected file, shared by all handles on it and serialising
-/// their calls. Its file key lives until the last handle closes or a lock
+/// One open protected file, shared by all handles on it and by one-off
+/// calls by name (read, setProtection) while they run, serialising their
+/// calls. It starts out not yet open: its first user opens the file under
+/// its lock, so nobody ever opens the file while another user is writing
+/// to it. Its file key lives until the last user is done or a lock
 /// (class A), erase or shutdown invalidates it.
 final class SharedOpenFile: Sendable {
     private enum Phase {
+        /// No user has opened the file yet (or every attempt failed).
+        case opening
         case open(EncryptedFile)
         case closed
         case invalidated
@@ -28,34 +38,84 @@ final class SharedOpenFile: Sendable {
 
     let identity: FileIdentity
     private let phase: LockedState<Phase>
+    /// Class and size after the last call that finished, for `stat` and
+    /// `list`, which must not wait for a long read or write.
+    private let finished = LockedState<(protection: ProtectionClass, size: Int)?>(nil)
 
-    init(_ file: EncryptedFile, identity: FileIdentity) {
+    /// A shared file that its first user still has to open (`join`).
+    init(identity: FileIdentity) {
         self.identity = identity
-        self.phase = LockedState(.open(file))
+        self.phase = LockedState(.opening)
     }
 
     /// The file's current class (it changes with `setProtection`); `nil`
-    /// once closed or invalidated.
+    /// before it is open and once closed or invalidated.
     var protection: ProtectionClass? {
         phase.withLock { if case .open(let file) = $0 { file.header.protection } else { nil } }
     }
 
-    /// Runs `body` on the file, serialised with every other caller.
-    func perform<R>(on name: FileName, _ body: (EncryptedFile) throws -> R) throws -> R {
+    /// The file's class and plaintext size when the last call on it
+    /// finished, so never in the middle of a write, and without waiting
+    /// for a call in progress; `nil` unless open.
+    var currentAttributes: (protection: ProtectionClass, size: Int)? {
+        finished.withLock { $0 }
+    }
+
+    /// Publishes `file`'s class and size for `currentAttributes`; called
+    /// with `phase` locked.
+    private func publish(_ file: EncryptedFile) {
+        finished.withLock { $0 = (file.header.protection, file.size) }
+    }
+
+    /// For a new user (a handle being opened, a one-off call), serialised
+    /// with every other caller: runs `open`, which opens the file with the
+    /// caller's keys. When nobody has opened the file yet, that file
+    /// becomes the shared one; otherwise it only proved the caller may
+    /// open the file (for a class B file, that it is unlocked) and is
+    /// closed. Then runs `body` on the shared file. With `creating`, `open`
+    /// writes a new file, so it must be the first.
+    func join<R>(
+        on name: FileName, creating: Bool = false, open: () throws -> EncryptedFile,
+        _ body: (EncryptedFile) throws -> R
+    ) throws -> R {
         try phase.withLock { phase in
             switch phase {
             case .closed:
                 throw ProtectionError(.handleClosed, "the handle on \(name) is closed")
             case .invalidated:
                 throw ProtectionError(.protectedDataUnavailable,
-                                      "the handle on \(name) was invalidated by a lock; reopen it after unlocking")
+                                      "\(name) was closed by a lock or erase while it was being opened; try again")
+            case .opening:
+                let file = try ProtectionError.translating(open)
+                phase = .open(file)
+                defer { publish(file) }
+                return try ProtectionError.translating { try body(file) }
             case .open(let file):
+                if creating { throw ProtectionError(.alreadyExists, "a file named \(name) already exists") }
+                try ProtectionError.translating(open).close()
+                defer { publish(file) }
                 return try ProtectionError.translating { try body(file) }
             }
         }
     }
 
-    /// Wipes the key and closes the descriptor (last handle closed).
+    /// Runs `body` on the file, serialised with every other caller.
+    func perform<R>(on name: FileName, _ body: (EncryptedFile) throws -> R) throws -> R {
+        try phase.withLock { phase in
+            switch phase {
+            case .opening, .closed:
+                throw ProtectionError(.handleClosed, "the handle on \(name) is closed")
+            case .invalidated:
+                throw ProtectionError(.protectedDataUnavailable,
+                                      "the handle on \(name) was invalidated by a lock; reopen it after unlocking")
+            case .open(let file):
+                defer { publish(file) }
+                return try ProtectionError.translating { try body(file) }
+            }
+        }
+    }
+
+    /// Wipes the key and closes the descriptor (last user done).
     func close() { finish(.closed) }
 
     /// Wipes the key; later calls fail with `protectedDataUnavailable`.
@@ -63,9 +123,16 @@ final class SharedOpenFile: Sendable {
 
     private func finish(_ next: Phase) {
         phase.withLock { phase in
-            guard case .open(let file) = phase else { return }
-            file.close()
-            phase = next
+            switch phase {
+            case .open(let file):
+                file.close()
+                phase = next
+            case .opening:
+                phase = next
+            case .closed, .invalidated:
+                return
+            }
+            finished.withLock { $0 = nil }
         }
     }
 }

@@ -8,11 +8,22 @@ struct AtomicFileWriter {
     /// Where temporary files are made; must be on the target's file system.
     let scratchDirectory: String
 
+    /// Temporary files are named this followed by 32 random hex digits.
+    static let temporaryPrefix = "tmp-"
+
     /// Creates the temporary file for a new version of `path`.
     func begin(target path: String) throws -> AtomicFileTransaction {
-        let temporary = scratchDirectory + "/tmp-" + (try SecureRandomName.make())
+        let temporary = scratchDirectory + "/" + Self.temporaryPrefix + (try SecureRandomName.make())
         let fd = try Posix.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         return AtomicFileTransaction(fd: fd, temporaryPath: temporary, targetPath: path)
+    }
+
+    /// Removes the temporary files that writes interrupted by a crash
+    /// (or `kill -9`) left in the scratch directory. Only for when no write
+    /// can be in progress there: at start, or under the lock writers take.
+    @discardableResult
+    func removeLeftovers() throws -> Int {
+        try Posix.removeFiles(in: scratchDirectory) { SecureRandomName.matches($0, prefix: Self.temporaryPrefix) }
     }
 
     /// Writes `bytes` atomically to `path`.

@@ -45,7 +45,9 @@ package enum Posix {
         var done = 0
         while done < buffer.count {
             let n = Glibc.pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
-            if n >= 0 { done += n; continue }
+            if n > 0 { done += n; continue }
+            // Writing nothing for a non-empty buffer would repeat forever.
+            if n == 0 { throw error("write", path, errno: EIO) }
             if errno != EINTR { throw error("write", path) }
         }
     }
@@ -147,10 +149,80 @@ package enum Posix {
         }
     }
 
+    /// Opens the directory `name` (a path, or a name in the directory
+    /// `parent`) without following a symlink: `nil` when it is missing, a
+    /// symlink or not a directory.
+    static func openDirectory(_ name: String, in parent: Int32 = AT_FDCWD) throws -> Int32? {
+        while true {
+            let fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if fd >= 0 { return fd }
+            switch errno {
+            case EINTR: continue
+            case ENOENT, ENOTDIR, ELOOP: return nil
+            default: throw error("open", name)
+            }
+        }
+    }
+
+    /// Names in the open directory `fd`, without `.` and `..`; `fd` stays
+    /// open.
+    static func listDirectory(_ fd: Int32, path: String) throws -> [String] {
+        let copy = dup(fd)
+        guard copy >= 0 else { throw error("list", path) }
+        guard let dir = fdopendir(copy) else {
+            let code = errno
+            Glibc.close(copy)
+            throw error("list", path, errno: code)
+        }
+        defer { closedir(dir) }
+        rewinddir(dir)
+        return entryNames(dir)
+    }
+
+    /// Removes the regular files directly in the open directory `fd` whose
+    /// names `matches` accepts. Symlinks and other entries are left alone
+    /// (and never followed). Returns how many were removed.
+    @discardableResult
+    static func removeFiles(in fd: Int32, path: String, where matches: (String) -> Bool) throws -> Int {
+        var removed = 0
+        for name in try listDirectory(fd, path: path) where matches(name) {
+            var info = stat()
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            if unlinkat(fd, name, 0) == 0 {
+                removed += 1
+            } else if errno != ENOENT {
+                throw error("delete", name)
+            }
+        }
+        return removed
+    }
+
+    /// Removes the regular files directly in `directory` (a configured
+    /// path, which may be a symlink) whose names `matches` accepts, and
+    /// makes that durable; a missing directory has none. No entry is
+    /// followed through a symlink.
+    @discardableResult
+    static func removeFiles(in directory: String, where matches: (String) -> Bool) throws -> Int {
+        let fd: Int32
+        do {
+            fd = try open(directory, O_RDONLY | O_DIRECTORY)
+        } catch let error as ProtectionError where error.code == .notFound {
+            return 0
+        }
+        defer { Glibc.close(fd) }
+        let removed = try removeFiles(in: fd, path: directory, where: matches)
+        if removed > 0 { try fsync(fd, path: directory) }
+        return removed
+    }
+
     /// Names in a directory, without `.` and `..`.
     static func listDirectory(_ path: String) throws -> [String] {
         guard let dir = opendir(path) else { throw error("list", path) }
         defer { closedir(dir) }
+        return entryNames(dir)
+    }
+
+    private static func entryNames(_ dir: OpaquePointer) -> [String] {
         var names: [String] = []
         while let entry = readdir(dir) {
             let name = withUnsafePointer(to: entry.pointee.d_name) {

@@ -9,4 +9,12 @@ enum SecureRandomName {
             return byte < 16 ? "0" + hex : hex
         }.joined()
     }
+
+    /// Whether `name` is `prefix` followed by a name `make()` could have
+    /// made (32 lowercase hex digits), and nothing else.
+    static func matches(_ name: String, prefix: String) -> Bool {
+        guard name.hasPrefix(prefix) else { return false }
+        let suffix = name.utf8.dropFirst(prefix.utf8.count)
+        return suffix.count == 32 && suffix.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
 }

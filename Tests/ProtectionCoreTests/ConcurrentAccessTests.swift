@@ -1,0 +1,146 @@
+import Foundation
+import ProtectionCore
+import ProtectionTestSupport
+import Synchronization
+import Testing
+
+@Suite("One-off calls by name while a handle writes")
+struct ConcurrentAccessTests {
+    private func unlockedFixture() throws -> StoreFixture {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        try fixture.setPasscodeAndRestart()
+        _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
+        return fixture
+    }
+
+    /// Runs `iterations` of `probe` while another thread keeps growing and
+    /// cutting the file through `handle`; returns the probe's failures.
+    private func whileGrowing(
+        _ handle: ProtectedFileHandle, iterations: Int, piece pieceSize: Int = 300,
+        _ probe: @escaping @Sendable () throws -> Void
+    ) throws -> [String] {
+        let piece = [UInt8](repeating: 7, count: pieceSize)
+        return try whileWriting(iterations: iterations, probe) {
+            // Every append past a segment boundary makes the old last
+            // segment non-final before writing the new final one.
+            if try handle.append(piece) > 24 * 1024 { try handle.truncate(to: 100) }
+        }
+    }
+
+    /// Runs `iterations` of `probe` while another thread runs `write` over
+    /// and over; returns the probe's failures.
+    private func whileWriting(
+        iterations: Int, _ probe: @escaping @Sendable () throws -> Void,
+        write: @escaping @Sendable () throws -> Void
+    ) throws -> [String] {
+        let stop = Atomic(false)
+        let writerFailure = Mutex<String?>(nil)
+        let writerDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            defer { writerDone.signal() }
+            do {
+                while !stop.load(ordering: .relaxed) { try write() }
+            } catch {
+                writerFailure.withLock { $0 = "\(error)" }
+            }
+        }
+        var failures: [String] = []
+        for _ in 0..<iterations {
+            do { try probe() } catch { failures.append("\(error)") }
+        }
+        stop.store(true, ordering: .relaxed)
+        writerDone.wait()
+        #expect(writerFailure.withLock { $0 } == nil)
+        return failures
+    }
+
+    @Test("a read by name never sees a handle's write half done")
+    func readByNameDuringGrowth() throws {
+        let fixture = try unlockedFixture()
+        let name = fixture.name("growing")
+        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.completeUntilFirstUserAuthentication))
+        defer { handle.close() }
+        try handle.append([UInt8](repeating: 7, count: 100))
+        let store = fixture.store, namespace = fixture.namespace
+        let failures = try whileGrowing(handle, iterations: 400) {
+            let bytes = try store.read(name, in: namespace, offset: 0, count: 16)
+            guard bytes == [UInt8](repeating: 7, count: 16) else { throw ProtectionError(.integrityFailure, "wrong bytes") }
+        }
+        #expect(failures.isEmpty, "\(failures.count) of 400 reads failed: \(failures.first ?? "")")
+    }
+
+    @Test("stat and list by name never see a handle's write half done")
+    func attributesDuringGrowth() throws {
+        let fixture = try unlockedFixture()
+        let name = fixture.name("growing")
+        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.none))
+        defer { handle.close() }
+        try handle.append([UInt8](repeating: 7, count: 100))
+        let store = fixture.store, namespace = fixture.namespace
+        // Pieces of several segments: a file length between two of them
+        // is whole segments but not a size the handle ever reported.
+        let failures = try whileGrowing(handle, iterations: 400, piece: 2500) {
+            let attributes = try store.attributes(of: name, in: namespace)
+            guard attributes.size % 2500 == 100 else {
+                throw ProtectionError(.integrityFailure, "size \(attributes.size) is not one the handle ever had")
+            }
+            guard try store.list(in: namespace).map(\.name) == [name] else {
+                throw ProtectionError(.integrityFailure, "list lost the file")
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) of 400 stats failed: \(failures.first ?? "")")
+    }
+
+    @Test("setProtection by name while a handle writes keeps one header")
+    func setProtectionDuringGrowth() throws {
+        let fixture = try unlockedFixture()
+        let name = fixture.name("growing")
+        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.none))
+        defer { handle.close() }
+        try handle.append([UInt8](repeating: 7, count: 100))
+        let store = fixture.store, namespace = fixture.namespace
+        let classes: [ProtectionClass] = [.none, .completeUntilFirstUserAuthentication]
+        let turn = Atomic(0)
+        let failures = try whileGrowing(handle, iterations: 200) {
+            let next = classes[turn.add(1, ordering: .relaxed).newValue % 2]
+            try store.setProtection(next, of: name, in: namespace)
+            guard handle.protection == next else { throw ProtectionError(.integrityFailure, "handle sees another class") }
+        }
+        #expect(failures.isEmpty, "\(failures.count) of 200 changes failed: \(failures.first ?? "")")
+    }
+
+    @Test("a handle opened while another handle writes joins it cleanly")
+    func openDuringGrowth() throws {
+        let fixture = try unlockedFixture()
+        let name = fixture.name("growing")
+        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.none))
+        defer { handle.close() }
+        try handle.append([UInt8](repeating: 7, count: 100))
+        let store = fixture.store, namespace = fixture.namespace
+        let failures = try whileGrowing(handle, iterations: 300) {
+            let second = try store.open(name, in: namespace, mode: .existing)
+            defer { second.close() }
+            _ = try second.read(offset: 0, count: 16)
+        }
+        #expect(failures.isEmpty, "\(failures.count) of 300 opens failed: \(failures.first ?? "")")
+    }
+
+    @Test("a read by name while handles open, write and close the file")
+    func readByNameWhileHandlesComeAndGo() throws {
+        let fixture = try unlockedFixture()
+        let name = fixture.name("growing")
+        try fixture.store.write([UInt8](repeating: 7, count: 100), to: name, in: fixture.namespace, durable: false)
+        let store = fixture.store, namespace = fixture.namespace
+        let piece = [UInt8](repeating: 7, count: 2500)
+        let failures = try whileWriting(iterations: 400, {
+            let bytes = try store.read(name, in: namespace, offset: 0, count: 16)
+            guard bytes == [UInt8](repeating: 7, count: 16) else { throw ProtectionError(.integrityFailure, "wrong bytes") }
+        }, write: {
+            let handle = try store.open(name, in: namespace, mode: .existing)
+            defer { handle.close() }
+            if try handle.append(piece) > 24 * 1024 { try handle.truncate(to: 100) }
+        })
+        #expect(failures.isEmpty, "\(failures.count) of 400 reads failed: \(failures.first ?? "")")
+        #expect(store.openHandleCount == 0)
+    }
+}

@@ -18,6 +18,21 @@ struct StoreMaintenanceTests {
         return lstat(path, &info) == 0
     }
 
+    @Test("a second store on the same state directory is refused until the first shuts down")
+    func oneStorePerDirectory() throws {
+        let fixture = try StoreFixture()
+        try fixture.store.write([1], to: fixture.name("kept"), in: fixture.namespace, protection: .none)
+        do {
+            _ = try ProtectedStore(configuration: fixture.configuration)
+            Issue.record("a second store opened a directory in use")
+        } catch let error as ProtectionError {
+            #expect(error.message.contains("another protd is already using the state directory"))
+        }
+        #expect(try fixture.store.read(fixture.name("kept"), in: fixture.namespace) == [1])
+        try fixture.restart()
+        #expect(try fixture.store.read(fixture.name("kept"), in: fixture.namespace) == [1])
+    }
+
     @Test("a restart removes the temporary files of interrupted writes, and nothing else")
     func restartSweepsTemporaryFiles() throws {
         let fixture = try StoreFixture()

@@ -41,6 +41,7 @@ public final class ProtectedStore: Sendable {
     private let files: FileStore
     private let segmentSize: Int
     private let configuration: StoreConfiguration
+    private let directoryLock: StateDirectoryLock
 
     /// Opens the state directory, creating the device secret and key bag on
     /// first use. The store starts in `beforeFirstUnlock` when a passcode
@@ -50,8 +51,10 @@ public final class ProtectedStore: Sendable {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes) bytes")
         }
         try Posix.makeDirectories(configuration.stateDirectory)
-        // Nothing of this store runs yet: whatever temporary file is there
-        // was left by a write that a crash or kill interrupted.
+        directoryLock = try StateDirectoryLock(directory: configuration.stateDirectory)
+        // Nothing of this store runs yet, and no other store may (the lock):
+        // whatever temporary file is there was left by a write that a crash
+        // or kill interrupted.
         try Self.removeStateTemporaryFiles(configuration)
         let deviceSecret = try DeviceSecret.load(from: configuration.deviceSecret)
         let keyBag = try ProtectionError.translating {
@@ -207,12 +210,14 @@ public final class ProtectedStore: Sendable {
         return events
     }
 
-    /// Closes every handle and wipes every key; the store is unusable after.
+    /// Closes every handle and wipes every key; the store is unusable after,
+    /// and another store may open its directory.
     public func shutdown() {
         state.withLock { state in
             invalidateHandles(in: &state) { _ in true }
             state.keyBag.wipe()
         }
+        directoryLock.release()
     }
 
     // MARK: - Files
@@ -286,29 +291,40 @@ public final class ProtectedStore: Sendable {
             fd = try Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
             protection = newProtection
         }
+        let identity: FileIdentity
+        do {
+            identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
+        } catch {
+            close(fd)
+            if protection != nil { unlink(path) }
+            throw error
+        }
         var ownsFD = true
-        var created = false
+        var handedOut = false
         defer {
             if ownsFD { close(fd) }
-            if protection != nil && !created { unlink(path) }
+            // A file this call created but could not hand out goes, unless
+            // the name meanwhile names another file (an erase or delete,
+            // then someone else's create).
+            if protection != nil && !handedOut { identity.unlink(ifStillNamedBy: path) }
         }
-        let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
         let keys = currentKeys()
         let shared = joinSharedFile(identity)
         defer { leaveSharedFile(shared) }
-        try shared.join(on: name, creating: protection != nil, open: {
+        let currentProtection = try shared.join(on: name, creating: protection != nil, open: {
             let file: EncryptedFile
             if let protection {
                 file = try EncryptedFile.create(fd: fd, path: path, protection: protection,
                                                 segmentSize: segmentSize, keys: keys)
-                created = true
             } else {
                 file = try EncryptedFile.open(fd: fd, path: path, keys: keys)
             }
             ownsFD = false
             return file
-        }) { _ in }
-        return try register(shared, name: name, namespace: namespace)
+        }) { $0.header.protection }
+        let handle = try register(shared, protection: currentProtection, name: name, namespace: namespace)
+        handedOut = true
+        return handle
     }
 
     /// The class of `name`, from its header; works in every state.
@@ -412,14 +428,17 @@ public final class ProtectedStore: Sendable {
         state.withLock { $0.openFiles[identity]?.file }?.currentAttributes
     }
 
-    /// Adds a handle on `shared`, which the caller opened and still uses.
-    /// Done under the state lock, re-checking that a class A key is still
-    /// present, so no class A handle can slip past a lock that completed
-    /// while it was being opened.
-    private func register(_ shared: SharedOpenFile, name: FileName, namespace: Namespace) throws -> ProtectedFileHandle {
+    /// Adds a handle on `shared`, which the caller opened (finding the
+    /// file in class `protection`) and still uses. Done under the state
+    /// lock, re-checking that a class A key is still present, so no class
+    /// A handle can slip past a lock that completed while it was being
+    /// opened; a lock or erase that invalidated `shared` meanwhile removed
+    /// its entry. `shared`'s own lock is not taken here: a long call on the
+    /// file must not hold up the store.
+    private func register(_ shared: SharedOpenFile, protection: ProtectionClass, name: FileName,
+                          namespace: Namespace) throws -> ProtectedFileHandle {
         try state.withLock { state in
-            guard var entry = state.openFiles[shared.identity], entry.file === shared,
-                  let protection = shared.protection else {
+            guard var entry = state.openFiles[shared.identity], entry.file === shared else {
                 throw ProtectionError(.protectedDataUnavailable,
                                       "\(name) was closed by a lock or erase while it was being opened; try again")
             }

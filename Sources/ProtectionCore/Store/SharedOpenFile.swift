@@ -19,6 +19,14 @@ struct FileIdentity: Hashable {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
     }
+
+    /// Removes `path` if it still names this file (not another one made
+    /// under the same name meanwhile); never follows a link.
+    func unlink(ifStillNamedBy path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0, FileIdentity(info) == self else { return }
+        Glibc.unlink(path)
+    }
 }
 
 /// One open protected file, shared by all handles on it and by one-off

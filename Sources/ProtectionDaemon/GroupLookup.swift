@@ -7,7 +7,8 @@ enum GroupLookup {
     /// The gid `group` names, or nil when no such group exists.
     static func id(of group: String) -> gid_t? {
         if !group.isEmpty, group.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
-            return gid_t(group)
+            // (gid_t)-1 means "leave the group" to chown: not a group.
+            return gid_t(group).flatMap { $0 == gid_t.max ? nil : $0 }
         }
         return getgrnam(group).map { $0.pointee.gr_gid }
     }

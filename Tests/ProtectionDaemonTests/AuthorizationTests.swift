@@ -70,3 +70,11 @@ struct GroupLookupTests {
         #expect(GroupLookup.id(of: "no-such-group-protd") == nil)
     }
 }
+
+extension GroupLookupTests {
+    @Test("gid 4294967295, which chown reads as 'leave the group', is no group")
+    func reservedGroupID() {
+        #expect(GroupLookup.id(of: "4294967295") == nil)
+        #expect(GroupLookup.id(of: "99999999999") == nil)
+    }
+}

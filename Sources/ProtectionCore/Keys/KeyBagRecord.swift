@@ -71,8 +71,14 @@ struct KeyBagRecord: Equatable {
         }
         // Lengths are fixed and were checked above, so the reads cannot fail.
         let flags: UInt16 = reader.readLittleEndian()!
+        guard flags & ~1 == 0 else { throw ProtectionError(.keyBagCorrupt, "key bag has unknown flags \(flags)") }
         let salt = reader.read(Argon2id.saltByteCount)!
         let cost = Argon2id.Cost(operations: reader.readLittleEndian()!, memoryBytes: reader.readLittleEndian()!)
+        do {
+            try cost.validate()
+        } catch {
+            throw ProtectionError(.keyBagCorrupt, "key bag has an unusable passcode cost: \(error)")
+        }
         return KeyBagRecord(
             hasPasscode: flags & 1 == 1,
             salt: salt,

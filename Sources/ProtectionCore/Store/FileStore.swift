@@ -6,9 +6,10 @@ internal import Glibc
 struct FileStore: Sendable {
     /// The store root (`<state>/store`).
     let root: String
-    /// Namespaces whose directories exist already: checking them on every
-    /// operation cost two mkdir calls per path component.
-    private let preparedNamespaces = LockedState<Set<UInt32>>([])
+    /// Namespaces whose directories exist already (checking them on every
+    /// operation cost two mkdir calls per path component), as of
+    /// `generation`, which every `forgetNamespaces` bumps.
+    private let preparedNamespaces = LockedState<(uids: Set<UInt32>, generation: UInt64)>(([], 0))
 
     init(root: String) {
         self.root = root
@@ -19,17 +20,25 @@ struct FileStore: Sendable {
 
     /// The path of `name`, after making sure its namespace exists.
     func path(for name: FileName, in namespace: Namespace) throws -> String {
-        if !preparedNamespaces.withLock({ $0.contains(namespace.uid) }) {
+        let generation = preparedNamespaces.withLock { $0.uids.contains(namespace.uid) ? nil : $0.generation }
+        if let generation {
             try Posix.makeDirectories(scratchDirectory(namespace))
             try Posix.makeDirectories(filesDirectory(namespace))
-            preparedNamespaces.withLock { _ = $0.insert(namespace.uid) }
+            preparedNamespaces.withLock { prepared in
+                // An erase that removed everything meanwhile may have taken
+                // these directories too: then they are made again next time.
+                if prepared.generation == generation { prepared.uids.insert(namespace.uid) }
+            }
         }
         return filesDirectory(namespace) + "/" + name.value
     }
 
     /// Forgets which namespaces exist (after everything was removed).
     func forgetNamespaces() {
-        preparedNamespaces.withLock { $0.removeAll() }
+        preparedNamespaces.withLock { prepared in
+            prepared.uids.removeAll()
+            prepared.generation += 1
+        }
     }
 
     /// Like `path(for:in:)`, also creating the name's parent directories.

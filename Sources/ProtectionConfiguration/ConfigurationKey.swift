@@ -123,7 +123,7 @@ extension ConfigurationKey {
     static let maxConnections = Self(
         "limits.max-connections", "N", type: "integer", default: "\(defaults.maxConnections)",
         expected: "an integer >= 1",
-        help: "Most client connections served at once.")
+        help: "Most client connections served at once (administrators may open 8 more).")
     static let maxOpenHandlesPerConnection = Self(
         "limits.max-open-handles-per-connection", "N", type: "integer", default: "\(defaults.maxOpenHandlesPerConnection)",
         expected: "an integer >= 1",

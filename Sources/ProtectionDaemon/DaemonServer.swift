@@ -17,6 +17,10 @@ public final class DaemonServer: Service {
         case inherited(fd: Int32)
     }
 
+    /// Connections that only administrators (root, the daemon's user, the
+    /// admin group) may open beyond `limits.max-connections`.
+    public static let slotsKeptForAdmins = 8
+
     private let listener: Listener
     private let maximumConnections: Int
     private let context: ConnectionContext
@@ -99,7 +103,10 @@ public final class DaemonServer: Service {
 
     private func serve(_ accepted: AcceptedConnection) async {
         let (connection, peer) = (accepted.channel, accepted.peer)
-        switch registry.add(connection.channel, limit: maximumConnections) {
+        // Administrators get a few slots beyond the limit, so that clients
+        // holding every ordinary one cannot keep them from locking.
+        let limit = maximumConnections + (context.authorization.isAdmin(peer) ? Self.slotsKeptForAdmins : 0)
+        switch registry.add(connection.channel, limit: limit) {
         case .admitted:
             break
         case .closing:

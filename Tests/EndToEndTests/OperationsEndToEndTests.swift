@@ -51,6 +51,27 @@ struct OperationsEndToEndTests {
         #expect(try await owner.file("mine").read() == Array("root's secret".utf8))
     }
 
+    @Test("clients holding every connection slot cannot keep an administrator from connecting and locking",
+          .enabled(if: isRoot, "needs root to run a client under another uid (setpriv)"))
+    func slotsKeptForAdmins() async throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0, socketMode: "0666",
+                                       extraConfig: "limits:\n  max-connections: 2\n")
+        var held: [DataProtectionClient] = []
+        for _ in 0..<2 { held.append(try await DataProtectionClient.connect(socketPath: daemon.socketPath)) }
+        try await held[0].setPasscode("pass")
+        // An ordinary user gets tooManyConnections (exit 69)...
+        #expect(try asOtherUser(daemon, ["status"]).status == 69)
+        // ...while root still has the 8 slots kept for administrators.
+        for _ in 0..<8 { held.append(try await DataProtectionClient.connect(socketPath: daemon.socketPath)) }
+        try await held.last!.lock()
+        #expect(try await held[0].status().state == .locked)
+        // Refused: the daemon answers tooManyConnections and closes at once,
+        // so the client may see the close before the answer.
+        let refusal = await EndToEnd.failure { _ = try await DataProtectionClient.connect(socketPath: daemon.socketPath) }
+        #expect(refusal == .tooManyConnections || refusal == .daemonUnavailable)
+        for client in held { await client.close() }
+    }
+
     @Test("with a NOTIFY_SOCKET, protd sends READY=1 only once it serves and STOPPING=1 on SIGTERM")
     func readinessNotification() async throws {
         let directory = try TemporaryDirectory("notify")

@@ -334,7 +334,7 @@ final class EncryptedFile {
         if closed { throw ProtectionError(.handleClosed, "the file handle is closed") }
         if key.isWiped {
             throw ProtectionError(.protectedDataUnavailable,
-                                  "this handle was invalidated when the device locked; reopen the file after unlocking")
+                                  "this handle was invalidated by a lock, an erase or shutdown; reopen the file (after unlocking, if locked)")
         }
     }
 }

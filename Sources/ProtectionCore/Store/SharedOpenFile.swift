@@ -115,7 +115,7 @@ final class SharedOpenFile: Sendable {
                 throw ProtectionError(.handleClosed, "the handle on \(name) is closed")
             case .invalidated:
                 throw ProtectionError(.protectedDataUnavailable,
-                                      "the handle on \(name) was invalidated by a lock; reopen it after unlocking")
+                                      "the handle on \(name) was invalidated by a lock, an erase or shutdown; reopen the file (after unlocking, if locked)")
             case .open(let file):
                 defer { publish(file) }
                 return try ProtectionError.translating { try body(file) }

@@ -96,7 +96,13 @@ final class Connection: Sendable {
 
     private static func hello(clientName: String, router: RequestRouter,
                               outbound: NIOAsyncChannelOutboundWriter<Frame>) async throws(DataProtectionError) -> HelloAccepted {
-        let id = try router.register(.single)
+        let id: UInt32
+        do {
+            id = try router.register(.single)
+        } catch {
+            // The daemon refused the connection before the hello went out.
+            throw router.failure ?? error
+        }
         let request = Request.hello(minimumVersion: WireProtocol.version, maximumVersion: WireProtocol.version,
                                     client: WireText.clientLabel(clientName))
         do {

@@ -222,6 +222,13 @@ final class RequestRouter: Sendable {
         state.withLock { $0.failure.map(Self.laterCallError) }
     }
 
+    /// What closed the router, as it came (such as the daemon's
+    /// `tooManyConnections`, which can arrive before the hello is sent),
+    /// or nil while open.
+    var failure: DataProtectionError? {
+        state.withLock { $0.failure }
+    }
+
     // MARK: Helpers
 
     private func settle(_ id: UInt32, with outcome: Outcome) {

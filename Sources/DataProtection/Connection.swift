@@ -90,6 +90,9 @@ final class Connection: Sendable {
             router.close(with: .daemonUnavailable("the hello to protd failed: \(error.message)"))
             try? await asyncChannel.channel.close()
             await reader.value
+            // An error the daemon sent (tooManyConnections) says more than
+            // what the hello met because of it.
+            if let sent = router.failure, sent.code != .daemonUnavailable { throw sent }
             throw error
         }
     }
@@ -109,7 +112,7 @@ final class Connection: Sendable {
             try await outbound.write(request.frame(requestID: id))
         } catch {
             router.discard(id)
-            throw router.closedError ?? .daemonUnavailable("cannot send the hello to protd: \(error)")
+            throw router.failure ?? .daemonUnavailable("cannot send the hello to protd: \(error)")
         }
         let response = try await router.wait(for: id).get().first
         guard case .helloAccepted(let version, let maximumFrameLength, let uid, let gid) = response else {

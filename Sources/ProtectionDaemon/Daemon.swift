@@ -40,7 +40,8 @@ public final class Daemon: Service {
             maximumFrameLength: configuration.maxFrameBytes,
             maximumOpenHandles: configuration.maxOpenHandlesPerConnection, logger: logger)
         let fileLimit = OpenFileLimit.raiseToHardLimit()
-        let filesNeeded = OpenFileLimit.needed(connections: configuration.maxConnections + DaemonServer.slotsKeptForAdmins,
+        let filesNeeded = OpenFileLimit.needed(connections: configuration.maxConnections + DaemonServer.slotsKeptForAdmins
+                                                   + ConnectionRegistry.maximumRefusedWaiting,
                                                filesPerConnection: configuration.maxOpenHandlesPerConnection)
         if fileLimit < filesNeeded {
             logger.warning("""

@@ -115,16 +115,18 @@ public final class DaemonServer: Service {
         case .full:
             context.logger.warning("connection refused: too many connections",
                                    metadata: ["protd.peer.uid": "\(peer.uid)"])
-            try? await connection.executeThenClose { inbound, outbound in
+            try? await connection.executeThenClose { [registry] inbound, outbound in
                 try await outbound.write(Response.error(WireError(
-                    .tooManyConnections, "the daemon has \(maximumConnections) connections already; try again later"))
+                    .tooManyConnections, "the daemon has \(limit) connections already; try again later"))
                     .frame(requestID: 0))
-                // Close once the client's hello came (at most 2 s): closed at
-                // once, the client's hello could meet a broken pipe before
-                // the client read this answer, and it would report the
-                // daemon as unreachable instead.
+                // Close once the client's hello came (at most 1 s): closed at
+                // once, the hello could meet a broken pipe before the client
+                // read this answer, and it would report the daemon as
+                // unreachable instead. Only a few wait so at a time.
                 let channel = connection.channel
-                let timeout = channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+                guard registry.holdRefused(channel) else { return }
+                defer { registry.releaseRefused(channel) }
+                let timeout = channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
                 defer { timeout.cancel() }
                 for try await _ in inbound { break }
             }

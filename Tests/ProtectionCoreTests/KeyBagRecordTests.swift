@@ -37,6 +37,12 @@ struct KeyBagRecordTests {
         #expect(try KeyBagRecord.decode(try record.encode(macKey: macKey), macKey: macKey) == record)
     }
 
+    @Test("a record resealed without an edit still reads (the tests below reseal the way protd does)")
+    func resealedUnchanged() throws {
+        let bytes = try resealed(try record.encode(macKey: macKey)) { _ in }
+        #expect(try KeyBagRecord.decode(bytes, macKey: macKey) == record)
+    }
+
     @Test("a flag bit other than bit 0 is refused as keyBagCorrupt")
     func unknownFlag() throws {
         let bytes = try resealed(try record.encode(macKey: macKey)) { $0[6] |= 2 }

@@ -99,13 +99,7 @@ struct ProtctlEndToEndTests {
         let content = String(repeating: "x", count: 1 << 20)
         #expect(try run(daemon, ["write", "big"], input: content).status == 0)
         for (arguments, status) in [(["read", "big"], Int32(73)), (["ls"], 0)] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Self.protctl)
-            process.arguments = ["--socket", daemon.socketPath] + arguments
-            let stdout = Pipe()
-            let stderr = Pipe()
-            process.standardOutput = stdout
-            process.standardError = stderr
+            let (process, stdout, stderr) = Self.protctlProcess(daemon, arguments)
             try stdout.fileHandleForReading.close()
             try process.run()
             let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -272,13 +266,7 @@ struct ProtctlEndToEndTests {
         let daemon = try DaemonProcess(gracePeriodSeconds: 0)
         var watchers: [(process: Process, stdout: Pipe, stderr: Pipe)] = []
         for arguments in [["watch"], ["--json", "watch", "--count", "5"]] {
-            let watcher = Process()
-            watcher.executableURL = URL(fileURLWithPath: Self.protctl)
-            watcher.arguments = ["--socket", daemon.socketPath] + arguments
-            let stdout = Pipe()
-            let stderr = Pipe()
-            watcher.standardOutput = stdout
-            watcher.standardError = stderr
+            let (watcher, stdout, stderr) = Self.protctlProcess(daemon, arguments)
             try watcher.run()
             // The first line says the watcher is subscribed.
             #expect(!Self.readFirstLine(stdout.fileHandleForReading).isEmpty)
@@ -309,6 +297,18 @@ struct ProtctlEndToEndTests {
     }
 
     /// Reads until the first newline (or end of stream); returns all bytes read.
+    /// protctl on `daemon`'s socket with `arguments`, its output on pipes; not started yet.
+    private static func protctlProcess(_ daemon: DaemonProcess, _ arguments: [String]) -> (Process, stdout: Pipe, stderr: Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: protctl)
+        process.arguments = ["--socket", daemon.socketPath] + arguments
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        return (process, stdout, stderr)
+    }
+
     private static func readFirstLine(_ reader: FileHandle) -> Data {
         var buffered = Data()
         while !buffered.contains(UInt8(ascii: "\n")) {

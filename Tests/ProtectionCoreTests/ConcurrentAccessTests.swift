@@ -13,6 +13,21 @@ struct ConcurrentAccessTests {
         return fixture
     }
 
+    /// A new file "growing" of 100 bytes of 7s in class `protection`, and a handle on it.
+    private func openGrowing(_ fixture: StoreFixture, _ protection: ProtectionClass = .none) throws
+        -> (name: FileName, handle: ProtectedFileHandle) {
+        let name = fixture.name("growing")
+        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(protection))
+        try handle.append([UInt8](repeating: 7, count: 100))
+        return (name, handle)
+    }
+
+    /// Reads the first 16 bytes of `name` by name; fails unless they are 7s.
+    private static func readFirstBytes(_ store: ProtectedStore, _ name: FileName, _ namespace: Namespace) throws {
+        let bytes = try store.read(name, in: namespace, offset: 0, count: 16)
+        guard bytes == [UInt8](repeating: 7, count: 16) else { throw ProtectionError(.integrityFailure, "wrong bytes") }
+    }
+
     /// Runs `iterations` of `probe` while another thread keeps growing and
     /// cutting the file through `handle`; returns the probe's failures.
     private func whileGrowing(
@@ -57,14 +72,11 @@ struct ConcurrentAccessTests {
     @Test("a read by name never sees a handle's write half done")
     func readByNameDuringGrowth() throws {
         let fixture = try unlockedFixture()
-        let name = fixture.name("growing")
-        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.completeUntilFirstUserAuthentication))
+        let (name, handle) = try openGrowing(fixture, .completeUntilFirstUserAuthentication)
         defer { handle.close() }
-        try handle.append([UInt8](repeating: 7, count: 100))
         let store = fixture.store, namespace = fixture.namespace
         let failures = try whileGrowing(handle, iterations: 400) {
-            let bytes = try store.read(name, in: namespace, offset: 0, count: 16)
-            guard bytes == [UInt8](repeating: 7, count: 16) else { throw ProtectionError(.integrityFailure, "wrong bytes") }
+            try Self.readFirstBytes(store, name, namespace)
         }
         #expect(failures.isEmpty, "\(failures.count) of 400 reads failed: \(failures.first ?? "")")
     }
@@ -72,10 +84,8 @@ struct ConcurrentAccessTests {
     @Test("stat and list by name never see a handle's write half done")
     func attributesDuringGrowth() throws {
         let fixture = try unlockedFixture()
-        let name = fixture.name("growing")
-        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.none))
+        let (name, handle) = try openGrowing(fixture)
         defer { handle.close() }
-        try handle.append([UInt8](repeating: 7, count: 100))
         let store = fixture.store, namespace = fixture.namespace
         // Pieces of several segments: a file length between two of them
         // is whole segments but not a size the handle ever reported.
@@ -94,10 +104,8 @@ struct ConcurrentAccessTests {
     @Test("setProtection by name while a handle writes keeps one header")
     func setProtectionDuringGrowth() throws {
         let fixture = try unlockedFixture()
-        let name = fixture.name("growing")
-        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.none))
+        let (name, handle) = try openGrowing(fixture)
         defer { handle.close() }
-        try handle.append([UInt8](repeating: 7, count: 100))
         let store = fixture.store, namespace = fixture.namespace
         let classes: [ProtectionClass] = [.none, .completeUntilFirstUserAuthentication]
         let turn = Atomic(0)
@@ -112,10 +120,8 @@ struct ConcurrentAccessTests {
     @Test("a handle opened while another handle writes joins it cleanly")
     func openDuringGrowth() throws {
         let fixture = try unlockedFixture()
-        let name = fixture.name("growing")
-        let handle = try fixture.store.open(name, in: fixture.namespace, mode: .createNew(.none))
+        let (name, handle) = try openGrowing(fixture)
         defer { handle.close() }
-        try handle.append([UInt8](repeating: 7, count: 100))
         let store = fixture.store, namespace = fixture.namespace
         let failures = try whileGrowing(handle, iterations: 300) {
             let second = try store.open(name, in: namespace, mode: .existing)
@@ -133,8 +139,7 @@ struct ConcurrentAccessTests {
         let store = fixture.store, namespace = fixture.namespace
         let piece = [UInt8](repeating: 7, count: 2500)
         let failures = try whileWriting(iterations: 400, {
-            let bytes = try store.read(name, in: namespace, offset: 0, count: 16)
-            guard bytes == [UInt8](repeating: 7, count: 16) else { throw ProtectionError(.integrityFailure, "wrong bytes") }
+            try Self.readFirstBytes(store, name, namespace)
         }, write: {
             let handle = try store.open(name, in: namespace, mode: .existing)
             defer { handle.close() }

@@ -36,15 +36,13 @@ public enum DeviceSecret {
     /// is systemd's and left alone.
     static func removeLeftoverTemporaryFiles(for source: Source) throws {
         guard case .file(let path) = source else { return }
-        let prefix = temporaryPrefix(for: path)
+        let prefix = (path.split(separator: "/").last.map(String.init) ?? path) + temporaryInfix
         try Posix.removeFiles(in: Posix.parentDirectory(of: path)) { SecureRandomName.matches($0, prefix: prefix) }
     }
 
-    /// The name of `path`'s temporary files (in `create`) before their
-    /// random part.
-    private static func temporaryPrefix(for path: String) -> String {
-        (path.split(separator: "/").last.map(String.init) ?? path) + ".tmp-"
-    }
+    /// What `create` puts between the file's path and the random part of
+    /// its temporary file's name.
+    private static let temporaryInfix = ".tmp-"
 
     /// Refuses a secret file that other users could read or replace.
     private static func checkPrivate(_ path: String) throws {
@@ -77,7 +75,7 @@ public enum DeviceSecret {
         let directory = Posix.parentDirectory(of: path)
         try Posix.makeDirectories(directory)
         let secret = try SecretBytes.random(count: byteCount)
-        let temporary = path + ".tmp-" + (try SecureRandomName.make())
+        let temporary = path + temporaryInfix + (try SecureRandomName.make())
         let fd = try Posix.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         defer {
             close(fd)

@@ -124,12 +124,10 @@ struct FileStore: Sendable {
     /// `kill -9`) left in each namespace's scratch directory: regular
     /// files named like `AtomicFileWriter`'s temporary files, nothing
     /// else, following no symlink. Only while no write is in progress (at
-    /// start). Returns how many were removed.
-    @discardableResult
-    func removeLeftoverTemporaryFiles() throws -> Int {
-        guard let rootFD = try Posix.openDirectory(root) else { return 0 }
+    /// start).
+    func removeLeftoverTemporaryFiles() throws {
+        guard let rootFD = try Posix.openDirectory(root) else { return }
         defer { close(rootFD) }
-        var removed = 0
         for uid in try Posix.listDirectory(rootFD, path: root) where UInt32(uid) != nil {
             guard let namespaceFD = try Posix.openDirectory(uid, in: rootFD) else { continue }
             defer { close(namespaceFD) }
@@ -139,9 +137,7 @@ struct FileStore: Sendable {
                 SecureRandomName.matches($0, prefix: AtomicFileWriter.temporaryPrefix)
             }
             if count > 0 { try Posix.fsync(scratchFD, path: "tmp") }
-            removed += count
         }
-        return removed
     }
 
     /// Removes every namespace and file (erase).

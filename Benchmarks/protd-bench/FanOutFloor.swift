@@ -62,22 +62,25 @@ struct FanOutFloor {
             }
             result.completion.append(seconds(since: started))
             let sent = fleet.origin.duration(to: started)
-            result.delivery += try await fleet.nextDelivery().map { ($0 - sent) / .seconds(1) }
+            result.deliveryRounds.append(try await fleet.nextDelivery().map { ($0 - sent) / .seconds(1) })
         }
         return result
     }
 }
 
-/// Delivery latencies (pooled over rounds) and completion times (one per
+/// Delivery latencies (one list per round) and completion times (one per
 /// round) of a fan-out, in seconds.
 struct FanOutTimes {
-    var delivery: [Double] = []
+    var deliveryRounds: [[Double]] = []
     var completion: [Double] = []
 
-    /// The `p` quantile of delivery (0...1), in milliseconds.
-    func deliveryMilliseconds(_ p: Double) -> Double {
-        let sorted = delivery.sorted()
-        return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
+    /// The `p` quantile of delivery (0...1) in each round, in milliseconds:
+    /// the figure is their median, with the rounds' min and max.
+    func deliveryMilliseconds(_ p: Double) -> Sample {
+        Sample(values: deliveryRounds.map { round in
+            let sorted = round.sorted()
+            return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
+        })
     }
 
     /// Completion times in milliseconds.

@@ -24,25 +24,21 @@ struct LargeFileWorkload {
         let content = [UInt8](repeating: 0x5A, count: Self.chunk)
         let chunks = bytes / Self.chunk
         let idle = Memory.residentMiB(pid: daemon.pid)
-        var peak = idle
-        let sampler = Task {
-            var highest = idle
-            while !Task.isCancelled {
-                highest = max(highest, Memory.residentMiB(pid: daemon.pid))
-                try? await Task.sleep(for: .milliseconds(25))
-            }
-            return highest
-        }
+        // The daemon's highest RSS during each write and each read.
+        var peaks: [Double] = []
         let protdWrite = throughput(try await Stopwatch.sample(options.repetitions) {
-            try await client.file("large").write(contentsOf: RepeatedChunks(chunk: content, count: chunks), protection: .completeUntilFirstUserAuthentication, durable: false)
+            peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
+                try await client.file("large").write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
+                                                     protection: .completeUntilFirstUserAuthentication, durable: false)
+            })
         })
         let protdRead = throughput(try await Stopwatch.sample(options.repetitions) {
-            var total = 0
-            for try await piece in client.file("large").readChunks() { total += piece.count }
-            precondition(total == bytes, "read \(total) of \(bytes) bytes")
+            peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
+                var total = 0
+                for try await piece in client.file("large").readChunks() { total += piece.count }
+                precondition(total == bytes, "read \(total) of \(bytes) bytes")
+            })
         })
-        sampler.cancel()
-        peak = max(peak, await sampler.value)
         try await client.file("large").delete()
 
         let (storeWrite, storeRead) = try storeInProcess(content: content, chunks: chunks)
@@ -82,8 +78,11 @@ struct LargeFileWorkload {
                       chunks: chunks)
         report.skip("kernel fscrypt: not compared; this VM's kernel has no AES-NI driver (CONFIG_CRYPTO_AES_NI_INTEL unset), "
                     + "so fscrypt runs software AES at about 40-55 MB/s, which says nothing about fscrypt on real machines")
+        let growth = Sample(values: peaks.map { $0 - idle })
         report.add(Row(workload: "memory", measure: "daemon RSS growth streaming \(options.sizeMiB) MiB", unit: "MiB",
-                       sample: Sample(values: [peak - idle]), target: "<= 16 MiB", met: peak - idle <= 16))
+                       sample: growth, target: "<= 16 MiB, every run", met: growth.max <= 16,
+                       note: "one figure per protd write and per protd read above: the daemon's highest RSS during it "
+                           + "(polled every 25 ms) less its RSS before the first; the target is checked on the max"))
         return (protdWrite.median, protdRead.median)
     }
 

@@ -18,7 +18,7 @@ struct LockWorkload {
         let count = options.subscribers
         let setup = "subscribers in \((count + SubscriberFleet.subscribersPerProcess - 1) / SubscriberFleet.subscribersPerProcess) "
             + "processes of \(SubscriberFleet.helperName) (at most \(SubscriberFleet.subscribersPerProcess) each), each "
-            + "acknowledging at once; \(options.repetitions) rounds pooled"
+            + "acknowledging at once; percentiles taken per round, median of \(options.repetitions) rounds with their min..max"
         let protd = try await fanOutThroughProtd(daemon: daemon, admin: admin)
         addRows(protd, label: "lock fan-out, \(count) subscribers", targets: true,
                 deliveryNote: "from just before the lock request to each subscriber's receipt of willBecomeUnavailable, "
@@ -40,10 +40,10 @@ struct LockWorkload {
                 completionNote: "until protd-bench has read every subscriber's 8-byte acknowledgement")
         let f = Report.format
         report.bound("lock fan-out: the same \(count) subscriber processes on plain Unix sockets, served by protd-bench "
-                     + "with no protd and no client library, get their notification at p99 \(f(floor.deliveryMilliseconds(0.99))) ms "
+                     + "with no protd and no client library, get their notification at p99 \(f(floor.deliveryMilliseconds(0.99).median)) ms "
                      + "and all acknowledge in \(f(floor.completionMilliseconds.median)) ms; the targets ask 20 and 50 ms, "
-                     + "protd takes \(f(protd.deliveryMilliseconds(0.99))) and \(f(protd.completionMilliseconds.median)) ms "
-                     + "with the client library's subscribers, \(f(wire.deliveryMilliseconds(0.99))) and "
+                     + "protd takes \(f(protd.deliveryMilliseconds(0.99).median)) and \(f(protd.completionMilliseconds.median)) ms "
+                     + "with the client library's subscribers, \(f(wire.deliveryMilliseconds(0.99).median)) and "
                      + "\(f(wire.completionMilliseconds.median)) ms with subscribers that speak its protocol by hand")
     }
 
@@ -58,7 +58,7 @@ struct LockWorkload {
             try await admin.lock(grace: .seconds(30), waitUntilLocked: true)
             times.completion.append(seconds(since: started))
             let sent = fleet.origin.duration(to: started)
-            times.delivery += try await fleet.nextDelivery().map { ($0 - sent) / .seconds(1) }
+            times.deliveryRounds.append(try await fleet.nextDelivery().map { ($0 - sent) / .seconds(1) })
             try await admin.unlock(passcode: "bench")
         }
         return times
@@ -66,10 +66,10 @@ struct LockWorkload {
 
     private func addRows(_ times: FanOutTimes, label: String, targets: Bool, deliveryNote: String, completionNote: String) {
         let p99 = times.deliveryMilliseconds(0.99)
-        report.add(Row(workload: label, measure: "delivery p50", unit: "ms", sample: Sample(values: [times.deliveryMilliseconds(0.5)])))
-        report.add(Row(workload: label, measure: "delivery p99", unit: "ms", sample: Sample(values: [p99]),
-                       target: targets ? "<= 20 ms" : "", met: targets ? p99 <= 20 : nil, note: deliveryNote))
-        report.add(Row(workload: label, measure: "delivery max", unit: "ms", sample: Sample(values: [times.deliveryMilliseconds(1)])))
+        report.add(Row(workload: label, measure: "delivery p50", unit: "ms", sample: times.deliveryMilliseconds(0.5)))
+        report.add(Row(workload: label, measure: "delivery p99", unit: "ms", sample: p99,
+                       target: targets ? "<= 20 ms" : "", met: targets ? p99.median <= 20 : nil, note: deliveryNote))
+        report.add(Row(workload: label, measure: "delivery max", unit: "ms", sample: times.deliveryMilliseconds(1)))
         let completion = times.completionMilliseconds
         report.add(Row(workload: label, measure: "lock complete, all acknowledge", unit: "ms", sample: completion,
                        target: targets ? "<= 50 ms" : "", met: targets ? completion.median <= 50 : nil, note: completionNote))

@@ -36,6 +36,23 @@ enum Memory {
     /// VmRSS of `pid` in MiB.
     static func residentMiB(pid: Int32) -> Double { statusMiB(pid: pid, field: "VmRSS:") }
 
+    /// The highest VmRSS of `pid` in MiB while `body` runs, polled every
+    /// 25 ms and once more at the end.
+    static func peakResidentMiB(pid: Int32, during body: () async throws -> Void) async rethrows -> Double {
+        let sampler = Task {
+            var highest = residentMiB(pid: pid)
+            while !Task.isCancelled {
+                highest = Swift.max(highest, residentMiB(pid: pid))
+                try? await Task.sleep(for: .milliseconds(25))
+            }
+            return highest
+        }
+        defer { sampler.cancel() }
+        try await body()
+        sampler.cancel()
+        return Swift.max(await sampler.value, residentMiB(pid: pid))
+    }
+
     /// RssAnon of `pid` in MiB: resident memory that is the process's own
     /// data, not pages of its binary and libraries.
     static func anonymousMiB(pid: Int32) -> Double { statusMiB(pid: pid, field: "RssAnon:") }

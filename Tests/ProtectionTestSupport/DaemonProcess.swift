@@ -15,6 +15,9 @@ public final class DaemonProcess: @unchecked Sendable {
     private var process: Process?
     private let logPath: String
 
+    /// How often start-up tries to connect while waiting for the daemon.
+    public static let readinessPollMilliseconds = 2
+
     /// Path of the built `protd` next to the test bundle.
     public static var binaryPath: String {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
@@ -136,7 +139,7 @@ public final class DaemonProcess: @unchecked Sendable {
             if let process, !process.isRunning {
                 throw DaemonFailed("protd exited with \(process.terminationStatus) before serving:\n\(log)")
             }
-            usleep(20_000)
+            usleep(UInt32(Self.readinessPollMilliseconds * 1000))
         }
         throw DaemonFailed("protd did not create its socket within 20 s:\n\(log)")
     }

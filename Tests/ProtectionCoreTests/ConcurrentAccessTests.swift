@@ -148,4 +148,47 @@ struct ConcurrentAccessTests {
         #expect(failures.isEmpty, "\(failures.count) of 400 reads failed: \(failures.first ?? "")")
         #expect(store.openHandleCount == 0)
     }
+
+    @Test("a lock wipes a class A file's key while the file's fsync is still running")
+    func lockDoesNotWaitForFsync() throws {
+        let fixture = try unlockedFixture()
+        let handle = try fixture.store.open(fixture.name("synced"), in: fixture.namespace, mode: .createNew(.complete))
+        defer { handle.close() }
+        try handle.append([1, 2, 3])
+        let inFlush = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let directory = fixture.directory.path
+        FileFlush.setHookForTesting { path in
+            guard path.hasPrefix(directory) else { return }
+            inFlush.signal()
+            release.wait()
+        }
+        defer { FileFlush.setHookForTesting(nil) }
+        let syncDone = DispatchSemaphore(value: 0)
+        let syncFailure = Mutex<String?>(nil)
+        Thread.detachNewThread {
+            defer { syncDone.signal() }
+            do { try handle.sync() } catch { syncFailure.withLock { $0 = "\(error)" } }
+        }
+        guard inFlush.wait(timeout: .now() + 30) == .success else {
+            release.signal()
+            Issue.record("the sync never reached its fsync")
+            return
+        }
+        let store = fixture.store
+        let locked = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? store.requestLock(grace: .zero)
+            locked.signal()
+        }
+        // Held in its fsync, the sync must not hold up the lock.
+        let lockedDuringFsync = locked.wait(timeout: .now() + 10) == .success
+        release.signal()
+        syncDone.wait()
+        if !lockedDuringFsync { locked.wait() }
+        #expect(lockedDuringFsync, "the lock waited for the fsync")
+        #expect(syncFailure.withLock { $0 } == nil, "the sync failed: \(syncFailure.withLock { $0 } ?? "")")
+        #expect(throws: ProtectionError.self) { try handle.size() }
+        #expect(fixture.store.lockState == .locked)
+    }
 }

@@ -20,7 +20,7 @@ final class EncryptedFile {
     private var stored: [UInt8] = []
     private var closed = false
     /// Set by `create`: the new name is durable only once the directory
-    /// holding it is fsynced, which the first `sync` does.
+    /// holding it is fsynced, which the first flush does.
     private var directoryNeedsSync = false
 
     private init(fd: Int32, path: String, header: FileHeader, key: FileKey, size: Int) {
@@ -180,25 +180,28 @@ final class EncryptedFile {
     }
 
     /// Rewraps the file key for `protection` and rewrites the header in
-    /// place; no segment changes.
-    func changeProtection(to protection: ProtectionClass, keys: ClassKeys) throws {
+    /// place; no segment changes. Returns the flush that makes it durable,
+    /// to run after the file's lock is released.
+    func changeProtection(to protection: ProtectionClass, keys: ClassKeys) throws -> FileFlush {
         try checkOpen()
         let updated = try key.makeHeader(protection: protection, segmentSize: header.segmentSize,
                                          fileID: header.fileID, keys: keys)
         try updated.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
-        try Posix.fsync(fd, path: path)
         header = updated
+        return try flush()
     }
 
-    /// Flushes content to stable storage; after `create`, the first call
-    /// also fsyncs the directory, so the file's name survives a crash too.
-    func sync() throws {
+    /// What brings content to stable storage, to run after the file's lock
+    /// is released; after `create`, it fsyncs the directory too, so the
+    /// file's name survives a crash (`directoryFlushed()` once it did).
+    func flush() throws -> FileFlush {
         try checkOpen()
-        try Posix.fsync(fd, path: path)
-        if directoryNeedsSync {
-            try Posix.fsyncDirectory(Posix.parentDirectory(of: path))
-            directoryNeedsSync = false
-        }
+        return try FileFlush(duplicating: fd, path: path, includesDirectory: directoryNeedsSync)
+    }
+
+    /// A flush that included the directory succeeded.
+    func directoryFlushed() {
+        directoryNeedsSync = false
     }
 
     /// Wipes the file key and closes the descriptor. Idempotent.

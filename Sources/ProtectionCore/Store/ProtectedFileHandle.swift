@@ -68,7 +68,8 @@ public final class ProtectedFileHandle: Sendable {
 
     /// Flushes written content to stable storage.
     public func sync() throws {
-        try withFile { try $0.sync() }
+        try checkNotClosed()
+        try file.sync(on: name)
     }
 
     /// Closes this handle; the file's key is wiped when it was the last
@@ -87,8 +88,12 @@ public final class ProtectedFileHandle: Sendable {
     private var isClosed: Bool { closed.withLock { $0 } }
 
     private func withFile<R>(_ body: (EncryptedFile) throws -> R) throws -> R {
-        if isClosed { throw ProtectionError(.handleClosed, "the handle on \(name) is closed") }
+        try checkNotClosed()
         return try file.perform(on: name, body)
+    }
+
+    private func checkNotClosed() throws {
+        if isClosed { throw ProtectionError(.handleClosed, "the handle on \(name) is closed") }
     }
 
     deinit { close() }

@@ -337,7 +337,8 @@ public final class ProtectedStore: Sendable {
     /// wrap it (for class B the public key suffices). Content is untouched.
     public func setProtection(_ protection: ProtectionClass, of name: FileName, in namespace: Namespace) throws {
         let keys = currentKeys()
-        try withOpenFile(name, in: namespace) { try $0.changeProtection(to: protection, keys: keys) }
+        let flush = try withOpenFile(name, in: namespace) { try $0.changeProtection(to: protection, keys: keys) }
+        try flush.run()
     }
 
     /// Size, class and modification time of `name`; works in every state.

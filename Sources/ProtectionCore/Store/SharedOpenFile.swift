@@ -123,6 +123,15 @@ final class SharedOpenFile: Sendable {
         }
     }
 
+    /// Brings the file to stable storage. The fsync runs after the lock is
+    /// released (`FileFlush`), so other calls on the file, and a lock or
+    /// erase invalidating it, do not wait for the disk.
+    func sync(on name: FileName) throws {
+        let flush = try perform(on: name) { try $0.flush() }
+        try flush.run()
+        if flush.includesDirectory { _ = try? perform(on: name) { $0.directoryFlushed() } }
+    }
+
     /// Wipes the key and closes the descriptor (last user done).
     func close() { finish(.closed) }
 

@@ -111,9 +111,11 @@ public final class DataProtectionClient: Sendable {
 
     /// Locks: starts the grace period (`grace`, or the daemon's configured
     /// one when nil) after which class `.complete` data is unavailable.
-    /// With `waitUntilLocked` this returns once the state has left
-    /// `locking` (normally for `locked`; an `unlock` meanwhile cancels the
-    /// lock and also ends the wait); otherwise as soon as the lock has started. Needs root or the admin
+    /// With `waitUntilLocked` this returns once protected data is
+    /// unavailable (`locked`, or still `beforeFirstUnlock`); an `unlock` or
+    /// erase meanwhile cancels the lock and this throws
+    /// `.protectedDataUnavailable`. Without it, this returns as soon as the
+    /// lock has started. Needs root or the admin
     /// group (`.permissionDenied`) and a passcode (`.noPasscodeSet`). If
     /// this client iterates `events`, the lock also waits for its
     /// acknowledgement, like any other subscriber's, until the grace period ends.

@@ -325,9 +325,10 @@ final class Connection {
         answeredWrites.insert(id)
     }
 
-    /// The answer to a lock-and-wait once the state left `locking`.
+    /// A waiting lock's answer: `ok` once protected data is unavailable
+    /// (`locked`, or still `beforeFirstUnlock`), else the lock was cancelled.
     private static func lockAnswer(settledIn state: LockState) -> Response {
-        state == .locked
+        state == .locked || state == .beforeFirstUnlock
             ? .ok
             : .error(WireError(.protectedDataUnavailable, "the lock did not complete; the state is now \(state)"))
     }

@@ -24,6 +24,9 @@ struct TruthTableEndToEndTests {
         #expect(try await client.file("b").attributes.protection == .completeUnlessOpen)
         try await client.file("d").delete()
         #expect(await EndToEnd.failure { _ = try await client.file("d").read() } == .notFound)
+        // Data is already unavailable, so a lock that waits for that succeeds, as in `locked`.
+        try await client.lock(waitUntilLocked: true)
+        #expect(try await client.status().state == .beforeFirstUnlock)
     }
 
     @Test("after unlock every class reads and writes; a lock with grace keeps class A until the deadline")

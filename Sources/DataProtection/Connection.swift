@@ -10,8 +10,6 @@ final class Connection: Sendable {
     /// The largest frame this client accepts; the daemon's own limit bounds
     /// what it sends, this only guards against a runaway peer.
     static let clientFrameLimit = 16 * 1024 * 1024
-    /// Room kept for the fields around a data chunk in one frame.
-    static let frameOverhead = 64
 
     let router: RequestRouter
     /// The protocol version the daemon chose.
@@ -122,7 +120,7 @@ final class Connection: Sendable {
         guard version == WireProtocol.version else {
             throw .unsupportedVersion("protd chose protocol version \(version); this library speaks \(WireProtocol.version)")
         }
-        let chunk = min(WireProtocol.chunkSize, Int(maximumFrameLength) - frameOverhead)
+        let chunk = WireProtocol.chunkSize(forFrameLimit: Int(maximumFrameLength))
         guard chunk > 0 else {
             throw .protocolError("protd's frame limit of \(maximumFrameLength) bytes leaves no room for data")
         }

@@ -26,6 +26,8 @@ final class Connection {
     private var leftLockAnswers = false
 
     private var namespace: Namespace { Namespace(uid: peer.uid) }
+    /// The largest content chunk in a data frame under this daemon's frame limit.
+    private var chunkSize: Int { WireProtocol.chunkSize(forFrameLimit: context.maximumFrameLength) }
 
     init(peer: PeerCredentials, context: ConnectionContext, outbound: NIOAsyncChannelOutboundWriter<Frame>,
          events: EventSinkReference) {
@@ -210,7 +212,7 @@ final class Connection {
         case .handleRead(let number, let offset, let length):
             let handle = try handle(number)
             let start = try Self.offset(offset)
-            let wanted = min(Int(length), WireProtocol.chunkSize)
+            let wanted = min(Int(length), chunkSize)
             try await outbound.write(try Self.dataFrame(reading: handle, at: start, count: wanted, chunk: false, id: id).frame)
             return nil
         case .handleWrite(let number, let offset, let data):
@@ -280,7 +282,7 @@ final class Connection {
         var position = try Self.offset(offset)
         var remaining = length
         while remaining > 0 {
-            let wanted = Int(min(remaining, UInt64(WireProtocol.chunkSize)))
+            let wanted = Int(min(remaining, UInt64(chunkSize)))
             let (frame, count) = try Self.dataFrame(reading: handle, at: position, count: wanted, chunk: true, id: id)
             if count == 0 { break }
             try await outbound.write(frame)

@@ -53,6 +53,28 @@ struct StreamingEndToEndTests {
         #expect(clientGrowth < 64)
         #expect(try await client.file("big").attributes.size == UInt64(Self.size))
     }
+
+    @Test("reads come in 512 KiB chunks under the default frame limit and in 256 KiB ones under the smallest",
+          arguments: [(nil, 512 * 1024), (266_240, 256 * 1024)])
+    func chunksFollowTheFrameLimit(frameLimit: Int?, expectedChunk: Int) async throws {
+        let daemon = try DaemonProcess(extraConfig: frameLimit.map { "limits:\n  max-frame-bytes: \($0)\n" } ?? "")
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(client.maximumChunkSize == expectedChunk)
+        let content = (0..<(3 * expectedChunk + 12_345)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try await client.file("f").write(content, protection: .none)
+        var pieces: [Int] = []
+        var readBack: [UInt8] = []
+        for try await piece in client.file("f").readChunks() {
+            pieces.append(piece.count)
+            readBack += piece
+        }
+        #expect(pieces == [expectedChunk, expectedChunk, expectedChunk, 12_345])
+        #expect(readBack == content)
+        #expect(try await client.file("f").read() == content)
+        let handle = try await client.file("f").open()
+        #expect(try await handle.read(offset: 1, count: content.count) == Array(content.dropFirst()))
+        await handle.close()
+    }
 }
 
 /// Produces `count` chunks lazily, one per `next()`, so nothing piles up.

@@ -28,7 +28,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     case handleClosed(String)
     /// The daemon's key bag or device secret on disk is unusable.
     case keyBagCorrupt(String)
-    /// The daemon's operating system refused an I/O operation (disk full...).
+    /// The daemon's operating system refused it something: an I/O
+    /// operation (disk full...) or memory (see the message).
     case ioFailure(String)
     /// The caller is not allowed to do this (lock, passwd and erase need privileges).
     case permissionDenied(String)
@@ -176,7 +177,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .keyBagCorrupt:
             "The daemon's key bag is unusable; an administrator must check protd's state directory."
         case .ioFailure:
-            "The daemon could not read or write its storage; an administrator should check the disk."
+            "The daemon's system refused it an operation (storage or memory); an administrator should check the disk and the daemon's memory limits."
         case .permissionDenied:
             "This user is not allowed to do that; ask an administrator."
         case .protocolError:

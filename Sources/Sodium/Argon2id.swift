@@ -64,7 +64,8 @@ public enum Argon2id {
                               salt, cost.operations, Int(cost.memoryBytes), crypto_pwhash_ALG_ARGON2ID13)
             }
             guard status == 0 else {
-                throw SodiumError(.keyDerivationFailed, "Argon2id failed: not enough memory for \(cost)")
+                throw SodiumError(.keyDerivationFailed,
+                                  "Argon2id could not allocate its \(cost.memoryBytes >> 20) MiB of memory (\(cost))")
             }
         }
     }

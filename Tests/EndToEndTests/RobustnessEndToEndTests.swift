@@ -26,6 +26,38 @@ struct RobustnessEndToEndTests {
         }
     }
 
+    @Test("an unlock that Argon2id has no memory for fails clearly and is not counted as a failed attempt",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))
+    func argon2OutOfMemoryIsNotAFailedAttempt() async throws {
+        // A 128 MiB Argon2id cost, then an address-space limit 64 MiB above
+        // what the daemon uses: the passcode check cannot get its memory.
+        let daemon = try DaemonProcess(argon2: (1, 128 * 1024))
+        let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await setup.setPasscode(EndToEnd.passcode)
+        await setup.close()
+        try daemon.restart()
+        let status = try String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8)
+        let sizeLine = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmSize:") })
+        let sizeKiB = try #require(Int(sizeLine.split(separator: " ", omittingEmptySubsequences: true)[1]))
+        func limitAddressSpace(_ soft: String) throws {
+            let result = try CommandRunner.run("/usr/bin/prlimit", ["--pid", "\(daemon.pid)", "--as=\(soft):unlimited"])
+            try #require(result.status == 0, "prlimit failed: \(result.stderr)")
+        }
+        try limitAddressSpace("\((sizeKiB + 64 * 1024) * 1024)")
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        do {
+            try await client.unlock(passcode: EndToEnd.passcode)
+            Issue.record("the unlock succeeded under the memory limit")
+        } catch {
+            #expect(error.code == .ioFailure)
+            #expect("\(error)".contains("not counted"), "\(error)")
+        }
+        #expect(try await client.status().failedAttempts == 0)
+        try limitAddressSpace("unlimited")
+        try await client.unlock(passcode: EndToEnd.passcode)
+        #expect(try await client.status().state == .unlocked)
+    }
+
     @Test("writes in progress count toward the per-connection handle limit; the refused write gets one answer")
     func writesCountTowardTheHandleLimit() throws {
         let daemon = try DaemonProcess(extraConfig: "limits:\n  max-open-handles-per-connection: 2\n")

@@ -83,7 +83,9 @@ public final class KeyBag {
     /// Unlocks with `passcode`: every wrapped class key must authenticate.
     /// The attempt is recorded on disk before it is evaluated, so a crash
     /// or restart cannot reset the count. Throws `rateLimited`,
-    /// `wrongPasscode` or `erasedAfterFailedAttempts`.
+    /// `wrongPasscode` or `erasedAfterFailedAttempts`; `ioFailure` when the
+    /// passcode could not be checked (Argon2id out of memory), which is
+    /// then not counted.
     public func unlock(passcode: SecretBytes) throws {
         guard record.hasPasscode else { return }
         let unwrapped = try verify(passcode)
@@ -158,13 +160,23 @@ public final class KeyBag {
                                   "too many failed attempts (\(failedAttempts)); try again in \(wait) s",
                                   retryAfterSeconds: wait)
         }
+        let before = record
         var attempt = record
         attempt.failedAttempts += 1
         attempt.lastAttemptAt = now
         try persist(attempt)
         record = attempt
 
-        let passcodeKey = try derivePasscodeKey(passcode, salt: record.salt, cost: record.cost)
+        let passcodeKey: SecretBytes
+        do {
+            passcodeKey = try derivePasscodeKey(passcode, salt: record.salt, cost: record.cost)
+        } catch {
+            // Argon2id could not run (out of memory): the passcode was not
+            // checked, so the attempt is taken back. If that write fails
+            // too, it stays counted, as after a crash.
+            if (try? persist(before)) != nil { record = before }
+            throw ProtectionError(.ioFailure, "the passcode could not be checked, so the attempt was not counted: \(error)")
+        }
         defer { passcodeKey.wipe() }
         let unwrapped: (a: SecretBytes, bPrivate: SecretBytes, c: SecretBytes)
         do {

@@ -16,6 +16,7 @@ struct MemoryWorkload {
         var coldStart: [Double] = []
         var idle: [Double] = []
         var anonymous: [Double] = []
+        var executable: [Double] = []
         var handles: [Double] = []
         for _ in 0..<rounds {
             let start = ContinuousClock.now
@@ -26,6 +27,7 @@ struct MemoryWorkload {
             let settled = Memory.residentMiB(pid: daemon.pid)
             idle.append(settled)
             anonymous.append(Memory.anonymousMiB(pid: daemon.pid))
+            executable.append(Memory.executableResidentMiB(pid: daemon.pid))
             handles.append(try await residentWithOpenHandles(daemon: daemon) - settled)
         }
         let floor = Sample(values: try (0..<rounds).map { _ in try swiftFoundationFloor() })
@@ -43,8 +45,10 @@ struct MemoryWorkload {
         if idleSample.median > 16 {
             report.bound("idle RSS: a Swift program that loads Foundation and does nothing is \(Report.format(floor.median)) "
                          + "MiB resident here, which leaves \(Report.format(16 - floor.median)) MiB of the 16 MiB target for "
-                         + "protd's own code, SwiftNIO, swift-configuration, libsodium and data; protd's anonymous memory "
-                         + "alone is \(anonymousMiB) MiB")
+                         + "protd's own code, SwiftNIO, swift-configuration, libsodium and data; the protd executable's "
+                         + "own resident pages (its code and that of the Swift packages linked into it) are "
+                         + "\(Report.format(Sample(values: executable).median)) MiB, and its anonymous memory "
+                         + "\(anonymousMiB) MiB")
         }
         let handleSample = Sample(values: handles)
         let checked = options.handles >= 10_000

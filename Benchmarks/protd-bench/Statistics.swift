@@ -57,6 +57,25 @@ enum Memory {
     /// data, not pages of its binary and libraries.
     static func anonymousMiB(pid: Int32) -> Double { statusMiB(pid: pid, field: "RssAnon:") }
 
+    /// Resident MiB of `pid`'s mappings of its own executable file (its
+    /// code and constant data, from /proc/PID/smaps).
+    static func executableResidentMiB(pid: Int32) -> Double {
+        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"),
+              let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return .nan }
+        var inExecutable = false
+        var kibibytes = 0.0
+        for line in smaps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let first = fields.first, first.contains("-"), first.first?.isHexDigit == true {
+                // A mapping's header: address range, permissions, offset, device, inode, path.
+                inExecutable = fields.count >= 6 && fields[5...].joined(separator: " ") == executable
+            } else if inExecutable, fields.first == "Rss:", fields.count >= 2 {
+                kibibytes += Double(fields[1]) ?? 0
+            }
+        }
+        return kibibytes / 1024
+    }
+
     private static func statusMiB(pid: Int32, field: String) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return .nan }
         for line in status.split(separator: "\n") where line.hasPrefix(field) {

@@ -49,7 +49,7 @@ extension ProtectedFile {
             // for what arrives: a count far past the end of the file (a
             // "read everything") costs no more than the file.
             let chunkSize = connection.maximumChunkSize
-            var inFlight: [(length: Int, answer: PendingAnswer)] = []
+            var inFlight: [(offset: UInt64, length: Int, answer: PendingAnswer)] = []
             var position = offset
             var remaining = count
             var content: [UInt8] = []
@@ -57,7 +57,7 @@ extension ProtectedFile {
             while true {
                 while inFlight.count < FileChunks.readAhead && remaining > 0 {
                     let length = min(remaining, chunkSize)
-                    inFlight.append((length, try await submitRead(offset: position, length: length)))
+                    inFlight.append((position, length, try await submitRead(offset: position, length: length)))
                     remaining -= length
                     let (next, overflow) = position.addingReportingOverflow(UInt64(length))
                     if overflow { remaining = 0 } else { position = next }
@@ -66,7 +66,15 @@ extension ProtectedFile {
                 let read = inFlight.removeFirst()
                 let piece = try await Self.data(of: read.answer)
                 content.append(contentsOf: piece)
-                if piece.count < read.length { return content }
+                guard piece.count < read.length else { continue }
+                // A short answer is the end of the file, unless a daemon cut
+                // it at a smaller chunk than this client uses (chunks are
+                // whole multiples of WireProtocol.chunkAlignment): then ask
+                // again from right after it; an empty answer ends the read.
+                guard !piece.isEmpty, piece.count % WireProtocol.chunkAlignment == 0 else { return content }
+                inFlight.removeAll()
+                position = read.offset + UInt64(piece.count)
+                remaining = count - content.count
             }
         }
 

@@ -38,7 +38,7 @@ struct RobustnessEndToEndTests {
         try daemon.restart()
         let status = try String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8)
         let sizeLine = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmSize:") })
-        let sizeKiB = try #require(Int(sizeLine.split(separator: " ", omittingEmptySubsequences: true)[1]))
+        let sizeKiB = try #require(Int(sizeLine.split(whereSeparator: \.isWhitespace)[1]))
         func limitAddressSpace(_ soft: String) throws {
             let result = try CommandRunner.run("/usr/bin/prlimit", ["--pid", "\(daemon.pid)", "--as=\(soft):unlimited"])
             try #require(result.status == 0, "prlimit failed: \(result.stderr)")

@@ -71,9 +71,27 @@ struct StreamingEndToEndTests {
         #expect(pieces == [expectedChunk, expectedChunk, expectedChunk, 12_345])
         #expect(readBack == content)
         #expect(try await client.file("f").read() == content)
+        // The daemon's stream of the whole file keeps to the same chunk, as
+        // a raw reader sees each frame: `read` "f" from 0 to the end.
+        let raw = try RawConnection(path: daemon.socketPath)
+        defer { raw.close() }
+        try raw.handshake()
+        try raw.send(type: 0x0A, id: 2, body: [0, 1] + Array("f".utf8) + [UInt8](repeating: 0, count: 8)
+                         + [UInt8](repeating: 0xFF, count: 8))
+        var streamed: [Int] = []
+        while let frame = try raw.readFrame(), frame.type == 0x88 { streamed.append(frame.body.count - 4) }
+        #expect(streamed == [expectedChunk, expectedChunk, expectedChunk, 12_345])
         let handle = try await client.file("f").open()
         #expect(try await handle.read(offset: 1, count: content.count) == Array(content.dropFirst()))
         await handle.close()
+        // A file ending on a 64 KiB boundary, read past its end: the short
+        // answer could be a smaller daemon chunk, so the handle asks once
+        // more and stops at the empty answer.
+        let whole = Array(content.prefix(3 * 64 * 1024))
+        try await client.file("g").write(whole, protection: .none)
+        let second = try await client.file("g").open()
+        #expect(try await second.read(offset: 0, count: 4 * expectedChunk) == whole)
+        await second.close()
     }
 }
 

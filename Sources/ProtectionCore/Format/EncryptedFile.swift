@@ -186,9 +186,11 @@ final class EncryptedFile {
         try checkOpen()
         let updated = try key.makeHeader(protection: protection, segmentSize: header.segmentSize,
                                          fileID: header.fileID, keys: keys)
+        // Before the header changes, so running out of descriptors changes nothing.
+        let durable = try flush()
         try updated.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
         header = updated
-        return try flush()
+        return durable
     }
 
     /// What brings content to stable storage, to run after the file's lock

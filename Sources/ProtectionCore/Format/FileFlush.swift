@@ -9,17 +9,27 @@ internal import Synchronization
 package final class FileFlush: Sendable {
     private let fd: Int32
     private let path: String
-    /// Whether the directory holding the file is flushed too.
-    let includesDirectory: Bool
+    /// The directory holding the file, opened with it, when it is flushed too.
+    private let directoryFD: Int32?
 
-    /// Duplicates `fd`; taken with the file's lock held.
+    /// Duplicates `fd` (close-on-exec) and, with `includesDirectory`, opens
+    /// the file's directory; taken with the file's lock held, so an erase
+    /// removing the directory later does not change what is flushed.
     init(duplicating fd: Int32, path: String, includesDirectory: Bool) throws {
-        let copy = dup(fd)
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { throw Posix.error("dup", path) }
+        do {
+            directoryFD = includesDirectory ? try Posix.open(Posix.parentDirectory(of: path), O_RDONLY | O_DIRECTORY) : nil
+        } catch {
+            close(copy)
+            throw error
+        }
         self.fd = copy
         self.path = path
-        self.includesDirectory = includesDirectory
     }
+
+    /// Whether the directory holding the file is flushed too.
+    var includesDirectory: Bool { directoryFD != nil }
 
     /// Flushes the file's content, then its directory when needed.
     func run() throws {
@@ -27,10 +37,13 @@ package final class FileFlush: Sendable {
         FileFlush.hook.withLock { $0 }?(path)
         #endif
         try Posix.fsync(fd, path: path)
-        if includesDirectory { try Posix.fsyncDirectory(Posix.parentDirectory(of: path)) }
+        if let directoryFD { try Posix.fsync(directoryFD, path: Posix.parentDirectory(of: path)) }
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(fd)
+        if let directoryFD { close(directoryFD) }
+    }
 
     #if DEBUG
     private static let hook = Mutex<(@Sendable (String) -> Void)?>(nil)

@@ -6,7 +6,8 @@ internal import Synchronization
 extension ProtectedFile {
     /// An open file for random access, from `ProtectedFile.open`.
     ///
-    /// Requests larger than the connection's `maximumChunkSize` are split and
+    /// Reads larger than the connection's `maximumChunkSize`, and writes
+    /// larger than 256 KiB, are split and
     /// pipelined. A handle belongs to its connection and dies with it
     /// (`.handleClosed` afterwards). When a lock completes, a class
     /// `.complete` handle is invalidated and fails with
@@ -87,7 +88,7 @@ extension ProtectedFile {
             var answers: [PendingAnswer] = []
             var start = 0
             repeat {
-                let end = min(start + connection.maximumChunkSize, data.count)
+                let end = min(start + connection.writeChunkSize, data.count)
                 let (position, overflow) = offset.addingReportingOverflow(UInt64(start))
                 guard !overflow else { throw .invalidArgument("offset \(offset) plus \(data.count) bytes is past the largest file") }
                 answers.append(try await connection.submit(.handleWrite(handle: handle, offset: position,
@@ -104,7 +105,7 @@ extension ProtectedFile {
             var answers: [PendingAnswer] = []
             var start = 0
             repeat {
-                let end = min(start + connection.maximumChunkSize, data.count)
+                let end = min(start + connection.writeChunkSize, data.count)
                 answers.append(try await connection.submit(.handleAppend(handle: handle,
                                                                          data: ByteBuffer(bytes: data[start..<end]))))
                 start = end

@@ -16,9 +16,6 @@ final class Connection: Sendable {
     let protocolVersion: UInt16
     /// The largest content chunk one request may carry.
     let maximumChunkSize: Int
-    /// The largest piece of content this client sends per request
-    /// (`WireProtocol.writeChunkSize`, or less under a small frame limit).
-    var writeChunkSize: Int { min(WireProtocol.writeChunkSize, maximumChunkSize) }
     /// The caller's identity as the daemon sees it.
     let uid: UInt32
     let gid: UInt32

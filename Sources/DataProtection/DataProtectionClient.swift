@@ -34,9 +34,8 @@ public final class DataProtectionClient: Sendable {
     public var uid: UInt32 { connection.uid }
     /// The group id the daemon sees for this process.
     public var gid: UInt32 { connection.gid }
-    /// The largest piece of content one read request carries; larger reads
-    /// are split into pieces of this size (writes into pieces of at most
-    /// 256 KiB, see `WireProtocol.writeChunkSize`).
+    /// The largest piece of content one request carries; larger reads and
+    /// writes are split into pieces of this size.
     public var maximumChunkSize: Int { connection.maximumChunkSize }
 
     let connection: Connection

@@ -6,8 +6,7 @@ internal import Synchronization
 extension ProtectedFile {
     /// An open file for random access, from `ProtectedFile.open`.
     ///
-    /// Reads larger than the connection's `maximumChunkSize`, and writes
-    /// larger than 256 KiB, are split and
+    /// Requests larger than the connection's `maximumChunkSize` are split and
     /// pipelined. A handle belongs to its connection and dies with it
     /// (`.handleClosed` afterwards). When a lock completes, a class
     /// `.complete` handle is invalidated and fails with
@@ -88,7 +87,7 @@ extension ProtectedFile {
             var answers: [PendingAnswer] = []
             var start = 0
             repeat {
-                let end = min(start + connection.writeChunkSize, data.count)
+                let end = min(start + connection.maximumChunkSize, data.count)
                 let (position, overflow) = offset.addingReportingOverflow(UInt64(start))
                 guard !overflow else { throw .invalidArgument("offset \(offset) plus \(data.count) bytes is past the largest file") }
                 answers.append(try await connection.submit(.handleWrite(handle: handle, offset: position,
@@ -105,7 +104,7 @@ extension ProtectedFile {
             var answers: [PendingAnswer] = []
             var start = 0
             repeat {
-                let end = min(start + connection.writeChunkSize, data.count)
+                let end = min(start + connection.maximumChunkSize, data.count)
                 answers.append(try await connection.submit(.handleAppend(handle: handle,
                                                                          data: ByteBuffer(bytes: data[start..<end]))))
                 start = end

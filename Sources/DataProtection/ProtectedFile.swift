@@ -23,11 +23,11 @@ public struct ProtectedFile: Sendable {
     /// in class `protection` if needed (an existing file is rewritten in
     /// `protection` too). With `durable` the daemon syncs to disk before it
     /// answers. Returns the number of bytes written. Content larger than
-    /// 256 KiB is sent in pieces.
+    /// `maximumChunkSize` is sent in pieces.
     @discardableResult
     public func write(_ data: [UInt8], protection: ProtectionClass = .default,
                       durable: Bool = true) async throws(DataProtectionError) -> UInt64 {
-        if data.count <= connection.writeChunkSize {
+        if data.count <= connection.maximumChunkSize {
             return try await WriteSession.writeWhole(connection, name: name, protection: protection, durable: durable,
                                                      content: data[...])
         }
@@ -58,7 +58,7 @@ public struct ProtectedFile: Sendable {
     /// Replaces the file's content atomically with the concatenation of
     /// `chunks`, streaming: at most one chunk of the source plus one wire
     /// chunk is held at a time, and sending waits while the socket is full.
-    /// Source elements of any size are re-cut to pieces of 256 KiB.
+    /// Source elements of any size are re-cut to `maximumChunkSize`.
     ///
     /// If the source throws, the write is abandoned (the old content stays)
     /// and the source's error is rethrown; every other failure is a

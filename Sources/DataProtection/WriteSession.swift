@@ -19,7 +19,7 @@ struct WriteSession {
     private init(connection: Connection, pending: PendingAnswer) {
         self.connection = connection
         self.pending = pending
-        self.chunkSize = connection.writeChunkSize
+        self.chunkSize = connection.maximumChunkSize
     }
 
     /// Sends `writeBegin`.

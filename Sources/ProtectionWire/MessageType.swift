@@ -58,17 +58,11 @@ public enum WireProtocol {
     /// daemon's frame limit has room for it (the default limit does):
     /// see `chunkSize(forFrameLimit:)`. Each chunk costs a request, a frame
     /// and thread wake-ups on both sides; 512 KiB read a large file about
-    /// 30% faster than 256 KiB with the same daemon memory, and 1 MiB read
-    /// no faster (PROTOCOL.md section 8.1).
+    /// 30% faster than 256 KiB with the same daemon memory, while 1 MiB
+    /// added 4-5 MiB to its peak RSS (PROTOCOL.md section 8.1).
     public static let chunkSize = 512 * 1024
     /// The chunk the smallest frame limit holds.
     public static let minimumChunkSize = 256 * 1024
-    /// The largest piece of content a client sends per request (whole-file
-    /// writes, handle writes and appends). Smaller than read chunks: the
-    /// daemon keeps several received requests waiting, and 512 KiB pieces
-    /// raised its peak RSS while streaming a 1 GiB write from 11-12 MiB to
-    /// 14-16 MiB for about 10% more speed.
-    public static let writeChunkSize = minimumChunkSize
     /// The smallest frame limit a daemon may announce: the smallest chunk
     /// plus room for the fields around it (a `listChunk` is kept below it too).
     public static let minimumFrameLength = minimumChunkSize + 4096

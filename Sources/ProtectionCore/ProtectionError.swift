@@ -56,6 +56,17 @@ extension ProtectionError {
                         "protected data of class \(protection) is unavailable until the device is unlocked")
     }
 
+    /// A handle (`subject`) whose key a lock, erase or shutdown wiped.
+    static func invalidated(_ subject: String) -> ProtectionError {
+        ProtectionError(.protectedDataUnavailable,
+                        "\(subject) was invalidated by a lock, an erase or shutdown; reopen the file (after unlocking, if locked)")
+    }
+
+    /// A file a lock or erase closed while a caller was opening it.
+    static func closedWhileOpening(_ name: FileName) -> ProtectionError {
+        ProtectionError(.protectedDataUnavailable, "\(name) was closed by a lock or erase while it was being opened; try again")
+    }
+
     static func integrity(_ detail: String) -> ProtectionError {
         ProtectionError(.integrityFailure, "integrity check failed: \(detail)")
     }

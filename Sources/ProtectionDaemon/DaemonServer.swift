@@ -73,11 +73,8 @@ public final class DaemonServer: Service {
             // connected in between would keep its connection.
             let previousMask = umask(0o177)
             do {
+                defer { umask(previousMask) }
                 server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
-                umask(previousMask)
-            } catch {
-                umask(previousMask)
-                throw error
             }
             do {
                 try ListeningSocket.applyPermissions(path: path, mode: mode, group: group)

@@ -91,7 +91,7 @@ public enum WireProtocol {
 
     /// Receive buffers that start small (an idle or event-only connection
     /// costs little) and grow to 1 MiB for bulk transfers, so a chunk's
-    /// frame arrives in one or two reads instead of being stitched from
+    /// frame usually arrives in one read instead of being stitched from
     /// 64 KiB ones.
     public static var receiveBufferAllocator: AdaptiveRecvByteBufferAllocator {
         AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 1 << 20)

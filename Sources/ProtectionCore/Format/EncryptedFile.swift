@@ -338,8 +338,7 @@ final class EncryptedFile {
     private func checkOpen() throws {
         if closed { throw ProtectionError(.handleClosed, "the file handle is closed") }
         if key.isWiped {
-            throw ProtectionError(.protectedDataUnavailable,
-                                  "this handle was invalidated by a lock, an erase or shutdown; reopen the file (after unlocking, if locked)")
+            throw ProtectionError.invalidated("this handle")
         }
     }
 }

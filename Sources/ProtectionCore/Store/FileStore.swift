@@ -133,10 +133,9 @@ struct FileStore: Sendable {
             defer { close(namespaceFD) }
             guard let scratchFD = try Posix.openDirectory("tmp", in: namespaceFD) else { continue }
             defer { close(scratchFD) }
-            let count = try Posix.removeFiles(in: scratchFD, path: "tmp") {
+            try Posix.removeFiles(in: scratchFD, path: "tmp") {
                 SecureRandomName.matches($0, prefix: AtomicFileWriter.temporaryPrefix)
             }
-            if count > 0 { try Posix.fsync(scratchFD, path: "tmp") }
         }
     }
 

@@ -440,8 +440,7 @@ public final class ProtectedStore: Sendable {
                           namespace: Namespace) throws -> ProtectedFileHandle {
         try state.withLock { state in
             guard var entry = state.openFiles[shared.identity], entry.file === shared else {
-                throw ProtectionError(.protectedDataUnavailable,
-                                      "\(name) was closed by a lock or erase while it was being opened; try again")
+                throw ProtectionError.closedWhileOpening(name)
             }
             if protection == .complete && state.keyBag.keys.a == nil {
                 throw ProtectionError.unavailable(.complete)

@@ -91,8 +91,7 @@ final class SharedOpenFile: Sendable {
             case .closed:
                 throw ProtectionError(.handleClosed, "the handle on \(name) is closed")
             case .invalidated:
-                throw ProtectionError(.protectedDataUnavailable,
-                                      "\(name) was closed by a lock or erase while it was being opened; try again")
+                throw ProtectionError.closedWhileOpening(name)
             case .opening:
                 let file = try ProtectionError.translating(open)
                 phase = .open(file)
@@ -114,8 +113,7 @@ final class SharedOpenFile: Sendable {
             case .opening, .closed:
                 throw ProtectionError(.handleClosed, "the handle on \(name) is closed")
             case .invalidated:
-                throw ProtectionError(.protectedDataUnavailable,
-                                      "the handle on \(name) was invalidated by a lock, an erase or shutdown; reopen the file (after unlocking, if locked)")
+                throw ProtectionError.invalidated("the handle on \(name)")
             case .open(let file):
                 defer { publish(file) }
                 return try ProtectionError.translating { try body(file) }

@@ -11,8 +11,7 @@ final class StateDirectoryLock: Sendable {
 
     /// Takes the lock; fails at once if another process holds it.
     init(directory: String) throws {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw Posix.error("open", directory) }
+        let fd = try Posix.open(directory, O_RDONLY | O_DIRECTORY)
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             close(fd)

@@ -21,8 +21,7 @@ struct AtomicFileWriter {
     /// Removes the temporary files that writes interrupted by a crash
     /// (or `kill -9`) left in the scratch directory. Only for when no write
     /// can be in progress there: at start, or under the lock writers take.
-    @discardableResult
-    func removeLeftovers() throws -> Int {
+    func removeLeftovers() throws {
         try Posix.removeFiles(in: scratchDirectory) { SecureRandomName.matches($0, prefix: Self.temporaryPrefix) }
     }
 

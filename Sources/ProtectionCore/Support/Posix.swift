@@ -180,10 +180,10 @@ package enum Posix {
     }
 
     /// Removes the regular files directly in the open directory `fd` whose
-    /// names `matches` accepts. Symlinks and other entries are left alone
-    /// (and never followed). Returns how many were removed.
-    @discardableResult
-    static func removeFiles(in fd: Int32, path: String, where matches: (String) -> Bool) throws -> Int {
+    /// names `matches` accepts, and makes that durable (fsync of the
+    /// directory, when something went). Symlinks and other entries are
+    /// left alone (and never followed).
+    static func removeFiles(in fd: Int32, path: String, where matches: (String) -> Bool) throws {
         var removed = 0
         for name in try listDirectory(fd, path: path) where matches(name) {
             var info = stat()
@@ -194,25 +194,22 @@ package enum Posix {
                 throw error("delete", name)
             }
         }
-        return removed
+        if removed > 0 { try fsync(fd, path: path) }
     }
 
     /// Removes the regular files directly in `directory` (a configured
     /// path, which may be a symlink) whose names `matches` accepts, and
     /// makes that durable; a missing directory has none. No entry is
     /// followed through a symlink.
-    @discardableResult
-    static func removeFiles(in directory: String, where matches: (String) -> Bool) throws -> Int {
+    static func removeFiles(in directory: String, where matches: (String) -> Bool) throws {
         let fd: Int32
         do {
             fd = try open(directory, O_RDONLY | O_DIRECTORY)
         } catch let error as ProtectionError where error.code == .notFound {
-            return 0
+            return
         }
         defer { Glibc.close(fd) }
-        let removed = try removeFiles(in: fd, path: directory, where: matches)
-        if removed > 0 { try fsync(fd, path: directory) }
-        return removed
+        try removeFiles(in: fd, path: directory, where: matches)
     }
 
     /// Names in a directory, without `.` and `..`.

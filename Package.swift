@@ -50,6 +50,10 @@ let package = Package(
             path: "Sources/CProcessHardening"
         ),
         .target(
+            name: "CMallocTuning",
+            path: "Sources/CMallocTuning"
+        ),
+        .target(
             name: "ProtectionWire",
             dependencies: [
                 "ProtectionCore",
@@ -69,7 +73,7 @@ let package = Package(
         .target(
             name: "ProtectionDaemon",
             dependencies: [
-                "ProtectionCore", "ProtectionWire", "Sodium", "CPeerCredentials", "CProcessHardening",
+                "ProtectionCore", "ProtectionWire", "Sodium", "CPeerCredentials", "CProcessHardening", "CMallocTuning",
                 "ProtectionConfiguration",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -8,6 +8,8 @@ import UnixSignals
 /// protd: read the configuration once, then run the daemon until SIGTERM or
 /// SIGINT. Exit codes: 0 after a clean shutdown, 78 for a configuration
 /// error, 1 for any other start-up failure.
+// Before any other thread starts (MallocArenas says why).
+let mallocArenasLimited = MallocArenas.applyLimit()
 // Before anything secret is read: no core dumps, no ptrace by the same user.
 do {
     try ProcessHardening.apply()
@@ -39,6 +41,9 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 let logger = Logger(label: "protd")
+if !mallocArenasLimited {
+    logger.warning("glibc refused to limit its malloc arenas to \(MallocArenas.limit); memory use will be higher")
+}
 
 do {
     let daemon = try Daemon(configuration: configuration, environment: environment, logger: logger)

@@ -93,6 +93,27 @@ struct StreamingEndToEndTests {
         #expect(try await second.read(offset: 0, count: 4 * expectedChunk) == whole)
         await second.close()
     }
+
+    @Test("the daemon allocates from one malloc arena, however many of its threads serve streams at once",
+          .enabled(if: getuid() == 0, "the daemon is not dumpable, so only root may read its /proc/PID/maps"))
+    func oneMallocArena() async throws {
+        let daemon = try DaemonProcess()
+        let clients = [try await DataProtectionClient.connect(socketPath: daemon.socketPath),
+                       try await DataProtectionClient.connect(socketPath: daemon.socketPath)]
+        try await withThrowingTaskGroup { group in
+            for (number, client) in clients.enumerated() {
+                group.addTask {
+                    let file = client.file("stream-\(number)")
+                    try await file.write(contentsOf: BoundedChunks(count: 16), protection: .none)
+                    for try await _ in file.readChunks() {}
+                }
+            }
+            try await group.waitForAll()
+        }
+        // Without the limit, each thread that allocated has an arena heap of its own.
+        let maps = try String(contentsOfFile: "/proc/\(daemon.pid)/maps", encoding: .utf8)
+        #expect(GlibcArenaHeaps.count(inMaps: maps) == 0)
+    }
 }
 
 /// Produces `count` chunks lazily, one per `next()`, so nothing piles up.

@@ -40,6 +40,15 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
     /// The largest `length` accepted.
     public let maximumFrameLength: Int
 
+    /// Bodies at least this long (data chunks) are copied out of the
+    /// receive buffer; shorter ones stay slices of it. A slice keeps the
+    /// whole buffer it arrived in (up to 1 MiB) alive while its frame waits
+    /// to be served, so streaming pinned several such buffers at once and
+    /// NIO could not reuse one for the next read: the daemon's peak while
+    /// three 1 GiB `protctl` writes streamed in fell from 11-16 MiB above
+    /// idle to 8-10 MiB with the copy (docs/DESIGN.md, "Memory").
+    public static let copyThreshold = 64 * 1024
+
     /// Makes a decoder with a hard size limit.
     public init(maximumFrameLength: Int) {
         self.maximumFrameLength = maximumFrameLength
@@ -59,7 +68,12 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
         buffer.moveReaderIndex(forwardBy: 4)
         let type: UInt8 = buffer.readInteger()!
         let requestID: UInt32 = buffer.readInteger(endianness: .big)!
-        let body = buffer.readSlice(length: Int(length) - Frame.headerByteCount)!
+        var body = buffer.readSlice(length: Int(length) - Frame.headerByteCount)!
+        if body.readableBytes >= Self.copyThreshold {
+            var copy = ByteBufferAllocator().buffer(capacity: body.readableBytes)
+            copy.writeBuffer(&body)
+            body = copy
+        }
         return Frame(type: type, requestID: requestID, body: body)
     }
 

@@ -60,6 +60,24 @@ struct FrameCodecTests {
         #expect(throws: ProtocolViolation.self) { try decoder.decode(buffer: &buffer) }
     }
 
+    @Test("a data chunk's body is copied out of the receive buffer; a small body stays a slice of it")
+    func largeBodiesAreCopiedOut() throws {
+        var decoder = FrameDecoder(maximumFrameLength: 1 << 20)
+        let small = Frame(type: 0x81, requestID: 1, body: ByteBuffer(bytes: [1, 2, 3]))
+        let large = Frame(type: 0x86, requestID: 2,
+                          body: ByteBuffer(bytes: (0..<FrameDecoder.copyThreshold).map { UInt8(truncatingIfNeeded: $0) }))
+        var received = ByteBuffer()
+        small.encode(into: &received)
+        large.encode(into: &received)
+        let storage = received.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) ..< UInt(bitPattern: $0.baseAddress) + UInt($0.count) }
+        func address(_ frame: Frame) -> UInt { frame.body.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } }
+        let first = try #require(try decoder.decode(buffer: &received))
+        let second = try #require(try decoder.decode(buffer: &received))
+        #expect(first == small && second == large)
+        #expect(storage.contains(address(first)))
+        #expect(!storage.contains(address(second)))
+    }
+
     @Test("end of stream inside a frame is a protocol error")
     func truncatedAtEOF() throws {
         var decoder = FrameDecoder(maximumFrameLength: 100)

@@ -56,10 +56,9 @@ public enum WireProtocol {
     public static let version: UInt16 = 1
     /// The largest content chunk either side puts in one frame, where the
     /// daemon's frame limit has room for it (every limit it may announce
-    /// does): see `chunkSize(forFrameLimit:)`. 512 KiB read a large file
-    /// 20-30% faster but raised the daemon's peak RSS while streaming past
-    /// the 16 MiB target (PROTOCOL.md section 8.1), so it stays 256 KiB.
-    public static let chunkSize = 256 * 1024
+    /// does at the default; the smallest holds `minimumChunkSize`): see
+    /// `chunkSize(forFrameLimit:)` and PROTOCOL.md section 8.1 for why 512 KiB.
+    public static let chunkSize = 512 * 1024
     /// The chunk the smallest frame limit holds.
     public static let minimumChunkSize = 256 * 1024
     /// The smallest frame limit a daemon may announce: the smallest chunk

@@ -54,8 +54,8 @@ struct StreamingEndToEndTests {
         #expect(try await client.file("big").attributes.size == UInt64(Self.size))
     }
 
-    @Test("reads come in 256 KiB chunks under the default frame limit and under the smallest",
-          arguments: [(nil, 256 * 1024), (266_240, 256 * 1024)])
+    @Test("reads come in 512 KiB chunks under the default frame limit and in 256 KiB ones under the smallest",
+          arguments: [(nil, 512 * 1024), (266_240, 256 * 1024)])
     func chunksFollowTheFrameLimit(frameLimit: Int?, expectedChunk: Int) async throws {
         let daemon = try DaemonProcess(extraConfig: frameLimit.map { "limits:\n  max-frame-bytes: \($0)\n" } ?? "")
         let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)

@@ -27,26 +27,30 @@ struct Write: AsyncParsableCommand {
             throw ExitCode(66)
         }
         try await CommandContext(root).run { client in
-            let size = try await client.file(name).write(contentsOf: FileChunksReader(handle: source),
-                                                         protection: protection?.value ?? .default, durable: durable)
+            let pieces = FileChunksReader(handle: source, pieceSize: client.maximumChunkSize)
+            let size = try await client.file(name).write(contentsOf: pieces, protection: protection?.value ?? .default,
+                                                         durable: durable)
             if root.json { Output.json(["name": name, "size": size]) } else { Output.line("wrote \(size) bytes to \(name)") }
         }
     }
 }
 
-/// A file read in 256 KiB pieces as an async sequence, so large inputs
-/// stream instead of being loaded whole.
+/// A file read in pieces as an async sequence, so large inputs stream
+/// instead of being loaded whole; pieces of the client's chunk size go out
+/// as one chunk each.
 struct FileChunksReader: AsyncSequence, Sendable {
     typealias Element = [UInt8]
     let handle: FileHandle
+    let pieceSize: Int
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let handle: FileHandle
+        let pieceSize: Int
         mutating func next() async throws -> [UInt8]? {
-            let data = try handle.read(upToCount: 256 * 1024) ?? Data()
+            let data = try handle.read(upToCount: pieceSize) ?? Data()
             return data.isEmpty ? nil : [UInt8](data)
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle, pieceSize: pieceSize) }
 }

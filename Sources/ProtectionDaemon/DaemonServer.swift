@@ -53,7 +53,8 @@ public final class DaemonServer: Service {
         let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
             PeerCredentials.read(from: channel).flatMapThrowing { peer in
                 try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength)))
+                    ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength,
+                                                      copyThreshold: FrameDecoder.chunkCopyThreshold)))
                 try channel.pipeline.syncOperations.addHandler(FrameWriter())
                 let events = try EventSinkReference.install(in: channel)
                 return AcceptedConnection(peer: peer, events: events,

@@ -39,19 +39,24 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
 
     /// The largest `length` accepted.
     public let maximumFrameLength: Int
+    /// Bodies at least this long are copied out of the receive buffer;
+    /// shorter ones (all, when nil) stay slices of it.
+    public let copyThreshold: Int?
 
-    /// Bodies at least this long (data chunks) are copied out of the
-    /// receive buffer; shorter ones stay slices of it. A slice keeps the
-    /// whole buffer it arrived in (up to 1 MiB) alive while its frame waits
-    /// to be served, so streaming pinned several such buffers at once and
-    /// NIO could not reuse one for the next read: the daemon's peak while
-    /// three 1 GiB `protctl` writes streamed in fell from 11-16 MiB above
-    /// idle to 8-10 MiB with the copy (docs/DESIGN.md, "Memory").
-    public static let copyThreshold = 64 * 1024
+    /// The daemon's `copyThreshold`: data chunks. A slice keeps the whole
+    /// buffer it arrived in (up to 1 MiB) alive while its frame waits to be
+    /// served, so streaming pinned several such buffers at once and NIO
+    /// could not reuse one for the next read: the daemon's peak while three
+    /// 1 GiB `protctl` writes streamed in fell from 11-16 MiB above idle to
+    /// 8-10 MiB with the copy (docs/DESIGN.md, "Memory"). The client, which
+    /// takes each frame at once, does not copy.
+    public static let chunkCopyThreshold = 64 * 1024
 
-    /// Makes a decoder with a hard size limit.
-    public init(maximumFrameLength: Int) {
+    /// Makes a decoder with a hard size limit, copying out bodies of
+    /// `copyThreshold` bytes or more.
+    public init(maximumFrameLength: Int, copyThreshold: Int? = nil) {
         self.maximumFrameLength = maximumFrameLength
+        self.copyThreshold = copyThreshold
     }
 
     public mutating func decode(buffer: inout ByteBuffer) throws -> Frame? {
@@ -69,7 +74,7 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
         let type: UInt8 = buffer.readInteger()!
         let requestID: UInt32 = buffer.readInteger(endianness: .big)!
         var body = buffer.readSlice(length: Int(length) - Frame.headerByteCount)!
-        if body.readableBytes >= Self.copyThreshold {
+        if let copyThreshold, body.readableBytes >= copyThreshold {
             var copy = ByteBufferAllocator().buffer(capacity: body.readableBytes)
             copy.writeBuffer(&body)
             body = copy

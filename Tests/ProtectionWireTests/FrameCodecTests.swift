@@ -60,12 +60,12 @@ struct FrameCodecTests {
         #expect(throws: ProtocolViolation.self) { try decoder.decode(buffer: &buffer) }
     }
 
-    @Test("a data chunk's body is copied out of the receive buffer; a small body stays a slice of it")
+    @Test("with a copy threshold, a data chunk's body is copied out of the receive buffer; a small body stays a slice of it")
     func largeBodiesAreCopiedOut() throws {
-        var decoder = FrameDecoder(maximumFrameLength: 1 << 20)
+        var decoder = FrameDecoder(maximumFrameLength: 1 << 20, copyThreshold: FrameDecoder.chunkCopyThreshold)
         let small = Frame(type: 0x81, requestID: 1, body: ByteBuffer(bytes: [1, 2, 3]))
         let large = Frame(type: 0x86, requestID: 2,
-                          body: ByteBuffer(bytes: (0..<FrameDecoder.copyThreshold).map { UInt8(truncatingIfNeeded: $0) }))
+                          body: ByteBuffer(bytes: (0..<FrameDecoder.chunkCopyThreshold).map { UInt8(truncatingIfNeeded: $0) }))
         var received = ByteBuffer()
         small.encode(into: &received)
         large.encode(into: &received)
@@ -76,6 +76,18 @@ struct FrameCodecTests {
         #expect(first == small && second == large)
         #expect(storage.contains(address(first)))
         #expect(!storage.contains(address(second)))
+    }
+
+    @Test("without a copy threshold, every body stays a slice of the receive buffer")
+    func bodiesAreSlicesByDefault() throws {
+        var decoder = FrameDecoder(maximumFrameLength: 1 << 20)
+        let large = Frame(type: 0x86, requestID: 2, body: ByteBuffer(repeating: 7, count: 256 * 1024))
+        var received = ByteBuffer()
+        large.encode(into: &received)
+        let storage = received.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) ..< UInt(bitPattern: $0.baseAddress) + UInt($0.count) }
+        let frame = try #require(try decoder.decode(buffer: &received))
+        #expect(frame == large)
+        #expect(storage.contains(frame.body.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }))
     }
 
     @Test("end of stream inside a frame is a protocol error")

@@ -55,9 +55,9 @@ public enum WireProtocol {
     /// The only protocol version so far.
     public static let version: UInt16 = 1
     /// The largest content chunk either side puts in one frame, where the
-    /// daemon's frame limit has room for it (every limit it may announce
-    /// does at the default; the smallest holds `minimumChunkSize`): see
-    /// `chunkSize(forFrameLimit:)` and PROTOCOL.md section 8.1 for why 512 KiB.
+    /// daemon's frame limit has room for it (the default limit does; the
+    /// smallest holds `minimumChunkSize`): see `chunkSize(forFrameLimit:)`,
+    /// and PROTOCOL.md section 8.1 for why 512 KiB.
     public static let chunkSize = 512 * 1024
     /// The chunk the smallest frame limit holds.
     public static let minimumChunkSize = 256 * 1024

@@ -5,9 +5,10 @@ import ProtectionDaemon
 import ServiceLifecycle
 import UnixSignals
 
-/// protd: read the configuration once, then run the daemon until SIGTERM or
-/// SIGINT. Exit codes: 0 after a clean shutdown, 78 for a configuration
-/// error, 1 for any other start-up failure.
+// protd: read the configuration once, then run the daemon until SIGTERM or
+// SIGINT. Exit codes: 0 after a clean shutdown, 78 for a configuration
+// error, 1 for any other start-up failure.
+
 // Before any other thread starts (MallocArenas says why).
 let mallocArenasLimited = MallocArenas.applyLimit()
 // Before anything secret is read: no core dumps, no ptrace by the same user.

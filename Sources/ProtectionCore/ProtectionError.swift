@@ -56,6 +56,11 @@ extension ProtectionError {
                         "protected data of class \(protection) is unavailable until the device is unlocked")
     }
 
+    /// A handle on `name` that its owner closed.
+    static func handleClosed(_ name: FileName) -> ProtectionError {
+        ProtectionError(.handleClosed, "the handle on \(name) is closed")
+    }
+
     /// A handle (`subject`) whose key a lock, erase or shutdown wiped.
     static func invalidated(_ subject: String) -> ProtectionError {
         ProtectionError(.protectedDataUnavailable,

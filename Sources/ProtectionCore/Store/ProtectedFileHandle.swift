@@ -93,7 +93,7 @@ public final class ProtectedFileHandle: Sendable {
     }
 
     private func checkNotClosed() throws {
-        if isClosed { throw ProtectionError(.handleClosed, "the handle on \(name) is closed") }
+        if isClosed { throw ProtectionError.handleClosed(name) }
     }
 
     deinit { close() }

@@ -89,7 +89,7 @@ final class SharedOpenFile: Sendable {
         try phase.withLock { phase in
             switch phase {
             case .closed:
-                throw ProtectionError(.handleClosed, "the handle on \(name) is closed")
+                throw ProtectionError.handleClosed(name)
             case .invalidated:
                 throw ProtectionError.closedWhileOpening(name)
             case .opening:
@@ -111,7 +111,7 @@ final class SharedOpenFile: Sendable {
         try phase.withLock { phase in
             switch phase {
             case .opening, .closed:
-                throw ProtectionError(.handleClosed, "the handle on \(name) is closed")
+                throw ProtectionError.handleClosed(name)
             case .invalidated:
                 throw ProtectionError.invalidated("the handle on \(name)")
             case .open(let file):

@@ -164,6 +164,25 @@ public final class DataProtectionClient: Sendable {
         return sentNow ? status : try await self.status()
     }
 
+    /// Subscribes if need be, then calls `observer` with every event from
+    /// now on, in order, on the connection's I/O thread as soon as it
+    /// arrives: the quickest way to learn of a lock and to acknowledge it
+    /// (return `.acknowledge`), without the task switches an `events`
+    /// iterator takes. The observer holds up this client's other answers
+    /// while it runs, so it must return quickly and never block; hand
+    /// longer work to a task. Keep the returned `EventObservation`: the
+    /// observer stops when it is released or cancelled, and when the
+    /// connection closes (an `events` iterator finishes then; an observer
+    /// is simply no longer called).
+    public func observeEvents(_ observer: @escaping EventObserver) async throws(DataProtectionError) -> EventObservation {
+        guard let key = connection.router.addObserver(observer) else {
+            throw connection.router.closedError ?? .daemonUnavailable("the connection to protd is closed")
+        }
+        let observation = EventObservation(router: connection.router, key: key)
+        try await subscription.ensure(connection)
+        return observation
+    }
+
     /// Acknowledges a `willBecomeUnavailable` event once this client has
     /// closed its class `.complete` files, so the lock need not wait for the
     /// rest of the grace period. Returns as soon as the acknowledgement is

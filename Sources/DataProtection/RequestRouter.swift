@@ -27,6 +27,9 @@ final class RequestRouter: Sendable {
         case keepReading
         /// Stop reading and close the connection.
         case closeConnection
+        /// Keep reading, and send `acknowledge(sequence)` under `requestID`
+        /// now, from the event loop (an event observer asked for it).
+        case acknowledge(sequence: UInt64, requestID: UInt32)
     }
 
     private struct Slot {
@@ -41,6 +44,7 @@ final class RequestRouter: Sendable {
         var slots: [UInt32: Slot] = [:]
         var nextSubscriberID: UInt64 = 0
         var subscribers: [UInt64: AsyncStream<ProtectionEvent>.Continuation] = [:]
+        var observers: [UInt64: EventObserver] = [:]
         /// Set when a `subscribed` answer arrives, before any event after it.
         var subscribed = false
         /// Set once the connection is closed: why.
@@ -128,6 +132,23 @@ final class RequestRouter: Sendable {
         }
     }
 
+    /// Adds an event observer, called on the event loop; returns its key for
+    /// `removeObserver`, or nil when the connection is already closed.
+    func addObserver(_ observer: @escaping EventObserver) -> UInt64? {
+        state.withLock { state in
+            guard state.failure == nil else { return nil }
+            let key = state.nextSubscriberID
+            state.nextSubscriberID += 1
+            state.observers[key] = observer
+            return key
+        }
+    }
+
+    /// Stops calling the observer added under `key`.
+    func removeObserver(_ key: UInt64) {
+        _ = state.withLock { $0.observers.removeValue(forKey: key) }
+    }
+
     /// True once the daemon has answered `subscribe` on this connection.
     var isSubscribed: Bool { state.withLock { $0.subscribed } }
 
@@ -177,9 +198,13 @@ final class RequestRouter: Sendable {
         switch response {
         case .event(let wireEvent):
             let event = ProtectionEvent(wireEvent)
-            let subscribers = state.withLock { Array($0.subscribers.values) }
+            let (subscribers, observers) = state.withLock { (Array($0.subscribers.values), Array($0.observers.values)) }
             for subscriber in subscribers { subscriber.yield(event) }
-            return .keepReading
+            var acknowledged = false
+            for observer in observers where observer(event) == .acknowledge { acknowledged = true }
+            guard acknowledged, case .willBecomeUnavailable = event.kind,
+                  let requestID = try? untrackedRequestID() else { return .keepReading }
+            return .acknowledge(sequence: event.sequence, requestID: requestID)
         case .error(let wireError):
             close(with: DataProtectionError(wireError))
             return .closeConnection
@@ -211,6 +236,7 @@ final class RequestRouter: Sendable {
             }
             let subscribers = Array(state.subscribers.values)
             state.subscribers = [:]
+            state.observers = [:]
             return (waiters, subscribers)
         }
         for waiter in waiters { waiter.resume(returning: .failure(error)) }

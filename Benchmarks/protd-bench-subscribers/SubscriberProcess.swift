@@ -8,8 +8,10 @@ import Foundation
 ///
 /// It connects its clients, subscribes each, prints `ready`, and for every
 /// `willBecomeUnavailable` notes when each client received it, acknowledges
-/// at once, and reports through `DeliveryLog`. It exits when its standard
-/// input ends (protd-bench closes it, or exits).
+/// at once, and reports through `DeliveryLog`. By default each client takes
+/// its events through an observer (`observeEvents`); with `--iterator`,
+/// through an `events` iterator in a task of its own. It exits when its
+/// standard input ends (protd-bench closes it, or exits).
 @main
 struct SubscriberProcess: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -31,6 +33,9 @@ struct SubscriberProcess: AsyncParsableCommand {
     @Flag(help: "protd's protocol spoken by hand, without the client library.")
     var wire = false
 
+    @Flag(help: "The client library's events iterator, one task per client, instead of its observer.")
+    var iterator = false
+
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
     }
@@ -41,18 +46,46 @@ struct SubscriberProcess: AsyncParsableCommand {
         let log = DeliveryLog(subscribers: count, origin: originInstant)
         if plain { try PlainSocketSubscribers.serve(socketPath: socket, count: count, log: log) }
         if wire { try WireSubscribers.serve(socketPath: socket, count: count, log: log) }
-        try await serve(log: log)
+        let clients = try await connect()
+        if iterator {
+            try await iterate(clients, log: log)
+        } else {
+            try await observe(clients, log: log)
+        }
     }
 
-    /// Connects and subscribes `count` clients, says `ready`, then notes
-    /// and acknowledges every will-become-unavailable event.
-    private func serve(log: DeliveryLog) async throws {
+    /// Connects and subscribes `count` clients.
+    private func connect() async throws -> [DataProtectionClient] {
         var clients: [DataProtectionClient] = []
         for _ in 0..<count {
             let client = try await DataProtectionClient.connect(socketPath: socket)
             _ = try await client.subscribe()
             clients.append(client)
         }
+        return clients
+    }
+
+    /// Registers an observer per client that notes and acknowledges every
+    /// will-become-unavailable event, says `ready`, and waits for the end.
+    private func observe(_ clients: [DataProtectionClient], log: DeliveryLog) async throws -> Never {
+        var observations: [EventObservation] = []
+        for client in clients {
+            observations.append(try await client.observeEvents { event in
+                guard case .willBecomeUnavailable = event.kind else { return .none }
+                log.record(sequence: event.sequence, receivedAt: .now)
+                return .acknowledge
+            })
+        }
+        DeliveryLog.emit("ready")
+        while true {
+            try await Task.sleep(for: .seconds(3600))
+            withExtendedLifetime(observations) {}
+        }
+    }
+
+    /// Iterates each client's events in a task of its own, says `ready`,
+    /// then notes and acknowledges every will-become-unavailable event.
+    private func iterate(_ clients: [DataProtectionClient], log: DeliveryLog) async throws {
         try await withThrowingDiscardingTaskGroup { group in
             let (registered, registration) = AsyncStream.makeStream(of: Void.self)
             for client in clients {

@@ -22,14 +22,20 @@ struct LockWorkload {
         let protd = try await fanOutThroughProtd(daemon: daemon, admin: admin)
         addRows(protd, label: "lock fan-out, \(count) subscribers", targets: true,
                 deliveryNote: "from just before the lock request to each subscriber's receipt of willBecomeUnavailable, "
-                    + "on ContinuousClock (CLOCK_MONOTONIC, the same in every process); " + setup,
+                    + "on ContinuousClock (CLOCK_MONOTONIC, the same in every process), through the client library's "
+                    + "event observer (observeEvents), which acknowledges on the I/O thread; " + setup,
                 completionNote: "from the lock request to its answer (lock with wait), delivery to every subscriber and "
                     + "their acknowledgements included; " + setup)
+        let iterated = try await fanOutThroughProtd(daemon: daemon, admin: admin, subscriberArguments: ["--iterator"])
+        addRows(iterated, label: "lock fan-out, \(count) iterating", targets: false,
+                deliveryNote: "the same through the client library's events iterator, one task per subscriber, "
+                    + "acknowledging with acknowledge(_:); " + setup,
+                completionNote: "as for the observers")
         let wire = try await fanOutThroughProtd(daemon: daemon, admin: admin, subscriberArguments: ["--wire"])
         addRows(wire, label: "lock fan-out, \(count) by hand", targets: false,
                 deliveryNote: "subscribers that speak protd's protocol by hand (hello, subscribe, acknowledge) in one "
                     + "poll(2) loop per process, without the client library: protd's own share; " + setup,
-                completionNote: "as for the client library's subscribers")
+                completionNote: "as for the client library's observers")
         if let reason = FanOutFloor.unavailableReason(subscribers: count) {
             report.skip("lock fan-out floor: \(reason)")
             return
@@ -43,7 +49,8 @@ struct LockWorkload {
                      + "with no protd and no client library, get their notification at p99 \(f(floor.deliveryMilliseconds(0.99).median)) ms "
                      + "and all acknowledge in \(f(floor.completionMilliseconds.median)) ms; the targets ask 20 and 50 ms, "
                      + "protd takes \(f(protd.deliveryMilliseconds(0.99).median)) and \(f(protd.completionMilliseconds.median)) ms "
-                     + "with the client library's subscribers, \(f(wire.deliveryMilliseconds(0.99).median)) and "
+                     + "with the client library's observers (\(f(iterated.deliveryMilliseconds(0.99).median)) and "
+                     + "\(f(iterated.completionMilliseconds.median)) ms with its events iterators), \(f(wire.deliveryMilliseconds(0.99).median)) and "
                      + "\(f(wire.completionMilliseconds.median)) ms with subscribers that speak its protocol by hand")
     }
 

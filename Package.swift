@@ -132,6 +132,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "protd-bench-idle",
+            dependencies: [.product(name: "Configuration", package: "swift-configuration")],
             path: "Benchmarks/protd-bench-idle",
             swiftSettings: strictSettings
         ),

@@ -175,10 +175,7 @@ public final class DataProtectionClient: Sendable {
     /// connection closes (an `events` iterator finishes then; an observer
     /// is simply no longer called).
     public func observeEvents(_ observer: @escaping EventObserver) async throws(DataProtectionError) -> EventObservation {
-        guard let key = connection.router.addObserver(observer) else {
-            throw connection.router.closedError ?? .daemonUnavailable("the connection to protd is closed")
-        }
-        let observation = EventObservation(router: connection.router, key: key)
+        let observation = EventObservation(router: connection.router, key: try connection.router.addObserver(observer))
         try await subscription.ensure(connection)
         return observation
     }

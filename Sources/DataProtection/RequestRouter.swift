@@ -133,10 +133,10 @@ final class RequestRouter: Sendable {
     }
 
     /// Adds an event observer, called on the event loop; returns its key for
-    /// `removeObserver`, or nil when the connection is already closed.
-    func addObserver(_ observer: @escaping EventObserver) -> UInt64? {
-        state.withLock { state in
-            guard state.failure == nil else { return nil }
+    /// `removeObserver`. Throws once the connection is closed.
+    func addObserver(_ observer: @escaping EventObserver) throws(DataProtectionError) -> UInt64 {
+        try state.withLock { state throws(DataProtectionError) in
+            if let failure = state.failure { throw Self.laterCallError(failure) }
             let key = state.nextSubscriberID
             state.nextSubscriberID += 1
             state.observers[key] = observer

@@ -20,17 +20,32 @@ struct EventObserverEndToEndTests {
         }
     }
 
+    /// An unlocked daemon with a `grace` second grace period, its admin
+    /// client, and a second client whose observer notes every event and
+    /// replies `reply`.
+    private struct Observed {
+        let daemon: DaemonProcess
+        let admin: DataProtectionClient
+        let subscriber: DataProtectionClient
+        let seen = Seen()
+        let observation: EventObservation
+
+        init(grace: Double, reply: EventReply) async throws {
+            (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: grace)
+            try await admin.unlock(passcode: EndToEnd.passcode)
+            subscriber = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            let seen = self.seen
+            observation = try await subscriber.observeEvents { event in
+                seen.append(event)
+                return reply
+            }
+        }
+    }
+
     @Test("an observer gets will, did-unavailable and did-available in order, and its acknowledgement ends the grace period early")
     func observerAcknowledges() async throws {
-        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 30)
-        defer { _ = daemon }
-        try await admin.unlock(passcode: EndToEnd.passcode)
-        let subscriber = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-        let seen = Seen()
-        let observation = try await subscriber.observeEvents { event in
-            seen.append(event)
-            return .acknowledge
-        }
+        let observed = try await Observed(grace: 30, reply: .acknowledge)
+        let (admin, subscriber, seen) = (observed.admin, observed.subscriber, observed.seen)
         let started = ContinuousClock.now
         try await admin.lock(waitUntilLocked: true)
         let lockTime = ContinuousClock.now - started
@@ -43,33 +58,26 @@ struct EventObserverEndToEndTests {
         #expect(events[2].kind == .didBecomeAvailable(firstUnlock: false))
         #expect(events.map(\.state) == [.locking, .locked, .unlocked])
         #expect(events[1].sequence == events[0].sequence + 1 && events[2].sequence == events[1].sequence + 1)
-        observation.cancel()
+        observed.observation.cancel()
         await subscriber.close()
     }
 
     @Test("an observer that replies none leaves the lock waiting until its client leaves")
     func observerWithoutAcknowledgementHoldsTheLock() async throws {
-        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 60)
-        defer { _ = daemon }
-        try await admin.unlock(passcode: EndToEnd.passcode)
-        let subscriber = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-        let seen = Seen()
-        let observation = try await subscriber.observeEvents { event in
-            seen.append(event)
-            return .none
-        }
+        let observed = try await Observed(grace: 60, reply: .none)
+        let (admin, seen) = (observed.admin, observed.seen)
         try await admin.lock(waitUntilLocked: false)
         #expect(try await seen.waitFor(1).count == 1)
         try await Task.sleep(for: .milliseconds(300))
         #expect(try await admin.status().state == .locking)
         // The daemon counts a departure as an acknowledgement.
-        await subscriber.close()
+        await observed.subscriber.close()
         let deadline = ContinuousClock.now + .seconds(5)
         while try await admin.status().state != .locked, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(try await admin.status().state == .locked)
-        withExtendedLifetime(observation) {}
+        withExtendedLifetime(observed) {}
     }
 
     @Test("a cancelled or released observation is called no more, while an iterator on the same client still gets the events")

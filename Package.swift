@@ -112,7 +112,8 @@ let package = Package(
         .executableTarget(
             name: "protd-bench",
             dependencies: [
-                "DataProtection", "ProtectionCore", "Sodium", "CSodium", "ProtectionTestSupport", "protd-bench-idle",
+                "DataProtection", "ProtectionCore", "ProtectionWire", "Sodium", "CSodium", "ProtectionTestSupport",
+                "protd-bench-idle",
                 // Not linked for its code: the dependency makes building protd-bench build this helper too.
                 "protd-bench-subscribers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

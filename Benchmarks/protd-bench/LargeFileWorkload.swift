@@ -26,12 +26,14 @@ struct LargeFileWorkload {
         let idle = Memory.residentMiB(pid: daemon.pid)
         // The daemon's highest RSS during each write and each read.
         var peaks: [Double] = []
+        var cpu = CPUAccount(daemon: daemon.pid)
         let protdWrite = throughput(try await Stopwatch.sample(options.repetitions) {
             peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
                 try await client.file("large").write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
                                                      protection: .completeUntilFirstUserAuthentication, durable: false)
             })
         })
+        let writeCPU = cpu.millisecondsPerMiB(mebibytes * Double(options.repetitions))
         let protdRead = throughput(try await Stopwatch.sample(options.repetitions) {
             peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
                 var total = 0
@@ -39,6 +41,7 @@ struct LargeFileWorkload {
                 precondition(total == bytes, "read \(total) of \(bytes) bytes")
             })
         })
+        let readCPU = cpu.millisecondsPerMiB(mebibytes * Double(options.repetitions))
         try await client.file("large").delete()
 
         let (storeWrite, storeRead) = try storeInProcess(content: content, chunks: chunks)
@@ -46,6 +49,7 @@ struct LargeFileWorkload {
         let (singleSeal, singleOpen) = try cryptoCeiling(threads: 1)
         let (ceilingSeal, ceilingOpen) = try cryptoCeiling(threads: cores)
         let (plainWrite, plainRead) = try plainFiles(at: options.dir + "/protd-bench-plain-\(getpid())", content: content, chunks: chunks)
+        let (socketRate, socketCPU) = try SocketTransfer(bytes: bytes, chunk: Self.chunk).measure(repetitions: options.repetitions)
         let floorWrite = min(ceilingSeal.median, plainWrite.median)
         let floorRead = min(ceilingOpen.median, plainRead.median)
 
@@ -57,6 +61,11 @@ struct LargeFileWorkload {
                        sample: ceilingOpen))
         report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "plain file write (floor)", unit: "MiB/s", sample: plainWrite))
         report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "plain file read (floor)", unit: "MiB/s", sample: plainRead))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "Unix socket transfer alone", unit: "MiB/s",
+                       sample: socketRate,
+                       note: "a socket pair with protd's send buffer, one thread writing 1 MiB pieces and one reading them"))
+        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "Unix socket transfer CPU", unit: "ms/MiB",
+                       sample: socketCPU, note: "both threads' CPU time per MiB moved"))
         report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd store in-process write (no socket)",
                        unit: "MiB/s", sample: storeWrite,
                        note: "ProtectedStore driven in this process: the daemon's data path without the socket and the client"))
@@ -68,10 +77,11 @@ struct LargeFileWorkload {
         report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd read", unit: "MiB/s", sample: protdRead,
                        target: ">= 0.75x min(ceiling, floor) = \(Report.format(0.75 * floorRead))",
                        met: protdRead.median >= 0.75 * floorRead))
-        let bounds = reportBounds(cores: cores, seal: singleSeal.median, open: singleOpen.median,
+        let costs = DataPathCosts(cores: cores, seal: singleSeal.median, open: singleOpen.median,
                                   plainWrite: plainWrite.median, plainRead: plainRead.median,
-                                  targetWrite: 0.75 * floorWrite, targetRead: 0.75 * floorRead,
-                                  storeWrite: storeWrite.median, storeRead: storeRead.median)
+                                  socketMillisecondsPerMiB: socketCPU.median)
+        let bounds = reportBounds(costs, targetWrite: 0.75 * floorWrite, targetRead: 0.75 * floorRead,
+                                  protdCPU: (writeCPU, readCPU), store: (storeWrite.median, storeRead.median))
         aesGCMComparison(xChaChaSeal: singleSeal.median, xChaChaOpen: singleOpen.median)
         try age(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, content: content, chunks: chunks)
         try gocryptfs(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, content: content,
@@ -86,25 +96,32 @@ struct LargeFileWorkload {
         return (protdWrite.median, protdRead.median)
     }
 
-    /// The work every protd write must do is sealing each byte and writing
-    /// it; reads, reading and opening. Both run on the same cores, so even
-    /// with a free socket, client and daemon, throughput is at most
-    /// cores / (1/crypto-per-core + 1/plain-file-rate).
-    /// Returns the two bounds, for the peers' ratio targets.
-    private func reportBounds(cores: Int, seal: Double, open: Double, plainWrite: Double, plainRead: Double,
-                              targetWrite: Double, targetRead: Double, storeWrite: Double,
-                              storeRead: Double) -> (write: Double, read: Double) {
-        let writeBound = Double(cores) / (1 / seal + 1 / plainWrite)
-        let readBound = Double(cores) / (1 / open + 1 / plainRead)
+    /// Reports what `costs` allow against the targets, with what protd's
+    /// own runs spent. Returns the two bounds through the socket, for the
+    /// peers' ratio targets.
+    private func reportBounds(_ costs: DataPathCosts, targetWrite: Double, targetRead: Double,
+                              protdCPU: (write: (daemon: Double, client: Double), read: (daemon: Double, client: Double)),
+                              store: (write: Double, read: Double)) -> (write: Double, read: Double) {
         let f = Report.format
-        report.bound("large write: sealing at \(f(seal)) MiB/s per core plus writing at \(f(plainWrite)) MiB/s, on \(cores) "
-                     + "cores, allow at most \(f(writeBound)) MiB/s with a free socket, client and daemon; the target asks "
-                     + "\(f(targetWrite)) (\(f(100 * targetWrite / writeBound))% of that bound). The daemon's own data path, "
-                     + "in-process, reaches \(f(storeWrite)); the rest of the gap is the socket and the client, which share the same cores")
-        report.bound("large read: opening at \(f(open)) MiB/s per core plus reading at \(f(plainRead)) MiB/s allow at most "
-                     + "\(f(readBound)) MiB/s before any socket transfer; the target asks \(f(targetRead)) "
-                     + "(\(f(100 * targetRead / readBound))% of that bound). The data path in-process reaches \(f(storeRead))")
-        return (writeBound, readBound)
+        let socket = "moving it across the socket at \(f(costs.socketMillisecondsPerMiB)) ms of CPU per MiB"
+        func explain(_ name: String, _ work: String, minimum: Double, alone: Double, target: Double,
+                     spent: (daemon: Double, client: Double), inProcess: Double) {
+            let bound = costs.throughput(millisecondsPerMiB: minimum)
+            report.bound("\(name): \(work) and \(socket) add up to at least \(f(minimum)) ms of CPU per MiB, so "
+                         + "\(costs.cores) cores allow at most \(f(bound)) MiB/s through the socket with a free client "
+                         + "and daemon (\(f(alone)) without the socket). The target asks \(f(target)) "
+                         + "(\(f(100 * target / bound))% of that bound). protd's runs used \(f(spent.daemon)) ms of CPU "
+                         + "per MiB in the daemon and \(f(spent.client)) in the client; the daemon's data path "
+                         + "in-process, with no socket, reaches \(f(inProcess)) MiB/s")
+        }
+        explain("large write", "sealing at \(f(costs.seal)) MiB/s per core, writing at \(f(costs.plainWrite)) MiB/s",
+                minimum: costs.writeMilliseconds, alone: costs.writeWithoutSocket, target: targetWrite,
+                spent: protdCPU.write, inProcess: store.write)
+        explain("large read", "opening at \(f(costs.open)) MiB/s per core, reading at \(f(costs.plainRead)) MiB/s",
+                minimum: costs.readMilliseconds, alone: costs.readWithoutSocket, target: targetRead,
+                spent: protdCPU.read, inProcess: store.read)
+        return (costs.throughput(millisecondsPerMiB: costs.writeMilliseconds),
+                costs.throughput(millisecondsPerMiB: costs.readMilliseconds))
     }
 
     /// Reports a ratio target against a peer as out of reach when the
@@ -116,7 +133,8 @@ struct LargeFileWorkload {
         let times = multiple == multiple.rounded() ? "\(Int(multiple))" : "\(multiple)"
         report.bound("\(target): \(peer) ran at \(f(peerRate)) MiB/s in this run, so \(times)x is "
                      + "\(f(multiple * peerRate)), above the \(f(bound)) MiB/s that the \(boundName) bound allows protd's "
-                     + "format (XChaCha20-Poly1305 on every core, plus the plain file system) here")
+                     + "format through its socket (XChaCha20-Poly1305 on every core, the plain file system and the socket "
+                     + "transfer) here")
     }
 
     /// The daemon's store (format, crypto, files) in this process, in the
@@ -332,6 +350,27 @@ struct LargeFileWorkload {
         reportPeerBound("read >= 2x age", multiple: 2, peer: "age decrypt", peerRate: decryptSample.median,
                         bound: bounds.read, boundName: "large read")
     }
+}
+
+/// The work every protd write must do is sealing each byte, writing it and
+/// moving it across the socket; a read, reading, opening and moving. All of
+/// it runs on the same cores, so throughput is at most
+/// cores / (CPU time per MiB of that work), however free the rest is.
+struct DataPathCosts {
+    let cores: Int
+    /// MiB/s on one core.
+    let seal, open: Double
+    /// MiB/s of plain file I/O.
+    let plainWrite, plainRead: Double
+    let socketMillisecondsPerMiB: Double
+
+    var writeMilliseconds: Double { 1000 / seal + 1000 / plainWrite + socketMillisecondsPerMiB }
+    var readMilliseconds: Double { 1000 / open + 1000 / plainRead + socketMillisecondsPerMiB }
+    var writeWithoutSocket: Double { throughput(millisecondsPerMiB: writeMilliseconds - socketMillisecondsPerMiB) }
+    var readWithoutSocket: Double { throughput(millisecondsPerMiB: readMilliseconds - socketMillisecondsPerMiB) }
+
+    /// MiB/s that `cores` allow for work costing `millisecondsPerMiB`.
+    func throughput(millisecondsPerMiB: Double) -> Double { Double(cores) * 1000 / millisecondsPerMiB }
 }
 
 /// Seconds since `start`.

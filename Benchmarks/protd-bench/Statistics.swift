@@ -105,3 +105,38 @@ struct CPUSteal {
         return 100 * (now.steal - start.steal) / max(1, now.total - start.total)
     }
 }
+
+/// CPU time (user plus system) a process has used, from /proc/PID/stat, in
+/// seconds at the kernel's 10 ms tick.
+enum ProcessCPU {
+    static func seconds(pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let afterName = stat.lastIndex(of: ")") else { return .nan }
+        // Fields after the name start at 3 (state); utime and stime are 14 and 15.
+        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}
+
+/// CPU time protd and this process (the client) spend between calls.
+struct CPUAccount {
+    let daemon: Int32
+    private var daemonStart: Double
+    private var clientStart: Double
+
+    init(daemon: Int32) {
+        self.daemon = daemon
+        daemonStart = ProcessCPU.seconds(pid: daemon)
+        clientStart = ProcessCPU.seconds(pid: getpid())
+    }
+
+    /// Milliseconds of CPU per MiB each side used since the last call (or
+    /// since `init`) for `mebibytes` moved, and starts counting afresh.
+    mutating func millisecondsPerMiB(_ mebibytes: Double) -> (daemon: Double, client: Double) {
+        let daemonNow = ProcessCPU.seconds(pid: daemon)
+        let clientNow = ProcessCPU.seconds(pid: getpid())
+        defer { (daemonStart, clientStart) = (daemonNow, clientNow) }
+        return (1000 * (daemonNow - daemonStart) / mebibytes, 1000 * (clientNow - clientStart) / mebibytes)
+    }
+}

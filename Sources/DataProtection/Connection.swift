@@ -199,9 +199,14 @@ final class Connection: Sendable {
     /// Sends several frames for one request id in a single write (a small
     /// whole-file write: begin, chunk and end in one system call).
     func send(_ requests: [Request], requestID: UInt32) async throws(DataProtectionError) {
+        try await send(frames: requests.map { $0.frame(requestID: requestID) })
+    }
+
+    /// Sends frames already built (with their request ids) in a single write.
+    func send(frames: [Frame]) async throws(DataProtectionError) {
         if let closed = router.closedError { throw closed }
         do {
-            try await outbound.write(contentsOf: requests.map { $0.frame(requestID: requestID) })
+            try await outbound.write(contentsOf: frames)
         } catch {
             if let closed = router.closedError { throw closed }
             if Task.isCancelled { throw .cancelled }

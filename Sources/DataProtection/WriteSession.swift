@@ -13,6 +13,9 @@ struct WriteSession {
     private let chunkSize: Int
     /// Bytes waiting to fill a chunk; always shorter than `chunkSize`.
     private var buffered: [UInt8] = []
+    /// The last chunk's frame body, reused for the next chunk once the
+    /// socket is done with it.
+    private var chunkBody = ByteBuffer()
     /// `writeEnd` or `writeAbort` went out: nothing more may follow.
     private var ended = false
 
@@ -98,7 +101,7 @@ struct WriteSession {
 
     private mutating func sendChunk(_ bytes: ArraySlice<UInt8>) async throws(DataProtectionError) {
         try checkBeforeSending()
-        try await connection.send(.writeChunk(ByteBuffer(bytes: bytes)), requestID: pending.requestID)
+        try await connection.send(frames: [Request.writeChunkFrame(bytes, requestID: pending.requestID, into: &chunkBody)])
     }
 
     /// Stops on an early error answer or a cancelled task.

@@ -90,9 +90,30 @@ public enum Request: Sendable, Equatable {
         }
     }
 
+    /// The frame of `.writeChunk` with `content`, built with one copy of it,
+    /// into `body` (where `.writeChunk(ByteBuffer(bytes:))` then
+    /// `frame(requestID:)` copies it twice): the streamed-write path. `body`
+    /// is cleared first; its storage is reused when no earlier frame still
+    /// holds it, which spares an allocation and fresh pages per chunk.
+    public static func writeChunkFrame(_ content: ArraySlice<UInt8>, requestID: UInt32, into body: inout ByteBuffer) -> Frame {
+        body.clear(minimumCapacity: 4 + content.count)
+        body.writeWireBytes(content)
+        return Frame(type: MessageType.writeChunk.rawValue, requestID: requestID, body: body)
+    }
+
+    /// Bytes of file content the request carries.
+    private var contentByteCount: Int {
+        switch self {
+        case .writeChunk(let data), .handleWrite(_, _, let data), .handleAppend(_, let data): data.readableBytes
+        default: 0
+        }
+    }
+
     /// The frame for this request with `requestID`.
     public func frame(requestID: UInt32, allocator: ByteBufferAllocator = ByteBufferAllocator()) -> Frame {
-        var body = allocator.buffer(capacity: 32)
+        // Room for the content up front: growing a body to fit a 512 KiB
+        // chunk would reallocate it to the next power of two (1 MiB).
+        var body = allocator.buffer(capacity: 32 + contentByteCount)
         switch self {
         case .hello(let minimum, let maximum, let client):
             body.writeInteger(minimum, endianness: .big)

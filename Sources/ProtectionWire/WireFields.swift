@@ -10,7 +10,7 @@ extension ByteBuffer {
         writeBytes(utf8.prefix(Int(UInt16.max)))
     }
 
-    mutating func writeWireBytes(_ bytes: [UInt8]) {
+    mutating func writeWireBytes(_ bytes: some Collection<UInt8>) {
         writeInteger(UInt32(bytes.count), endianness: .big)
         writeBytes(bytes)
     }

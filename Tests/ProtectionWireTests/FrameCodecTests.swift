@@ -151,6 +151,15 @@ struct MessageCodecTests {
         #expect(try Response(frame: response.frame(requestID: 3)) == response)
     }
 
+    @Test("a write chunk frame built from bytes is the frame of writeChunk with them", arguments: [0, 3, 70_000])
+    func writeChunkFrame(count: Int) throws {
+        let content = Array(0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        var body = ByteBuffer(bytes: [1, 2, 3, 4, 5])
+        let frame = Request.writeChunkFrame(content[...], requestID: 12, into: &body)
+        #expect(frame == Request.writeChunk(ByteBuffer(bytes: content)).frame(requestID: 12))
+        #expect(try Request(frame: frame) == .writeChunk(ByteBuffer(bytes: content)))
+    }
+
     @Test("a data frame filled in place has the same bytes as one built from a buffer", arguments: [false, true])
     func dataFrameInPlace(chunk: Bool) throws {
         let content: [UInt8] = Array(0..<200).map { UInt8($0) }

@@ -81,6 +81,7 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = log
         try process.run()
         self.process = process
+        LiveDaemons.shared.record(self, pid: process.processIdentifier, directory: directory.path)
         try waitForSocket()
     }
 
@@ -96,6 +97,7 @@ public final class DaemonProcess: @unchecked Sendable {
         while process.isRunning && Date().timeIntervalSince(started) < timeout { usleep(10_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         self.process = nil
+        LiveDaemons.shared.record(self, pid: nil, directory: directory.path)
         return (process.terminationStatus, Date().timeIntervalSince(started))
     }
 
@@ -105,6 +107,7 @@ public final class DaemonProcess: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         self.process = nil
+        LiveDaemons.shared.record(self, pid: nil, directory: directory.path)
     }
 
     /// Stops and starts again on the same state (a daemon restart).
@@ -147,6 +150,7 @@ public final class DaemonProcess: @unchecked Sendable {
     deinit {
         stop()
         directory.remove()
+        LiveDaemons.shared.forget(self)
     }
 }
 

@@ -1,0 +1,54 @@
+import Foundation
+import ProtectionTestSupport
+import Testing
+
+/// A test run or benchmark that is interrupted takes its daemons, and
+/// their directories, with it (`LiveDaemons`).
+@Suite("Interrupted harness")
+struct InterruptedHarnessTests {
+    @Test("protd-bench stopped by SIGTERM or SIGINT kills its protd and removes its directory",
+          arguments: [SIGTERM, SIGINT])
+    func interruptedBenchmarkCleansUp(signal: Int32) throws {
+        let parent = try TemporaryDirectory("i")
+        defer { parent.remove() }
+        let bench = Process()
+        bench.executableURL = URL(fileURLWithPath: CommandRunner.builtProduct("protd-bench"))
+        // Large enough that the daemon is still serving when the signal comes.
+        bench.arguments = ["--only", "large", "--size-mib", "256", "--dir", parent.path]
+        bench.standardOutput = FileHandle.nullDevice
+        bench.standardError = FileHandle.nullDevice
+        try bench.run()
+        let daemon = try #require(Self.child(of: bench.processIdentifier, named: "protd"), "protd-bench started no protd")
+        let directories = try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix("protd-daemon-") }
+        #expect(directories.count == 1)
+
+        kill(bench.processIdentifier, signal)
+        bench.waitUntilExit()
+        // Usually it dies of the signal; it may also fail on its own first
+        // when it sees its daemon killed. Either way it must not succeed.
+        #expect(bench.terminationReason == .uncaughtSignal || bench.terminationStatus != 0)
+        // The daemon was protd-bench's child; once that is gone, init reaps it.
+        let deadline = Date().addingTimeInterval(5)
+        while kill(daemon, 0) == 0 && Date() < deadline { usleep(20_000) }
+        #expect(kill(daemon, 0) != 0, "protd \(daemon) outlived protd-bench")
+        let left = try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix("protd-daemon-") }
+        #expect(left.isEmpty, "left behind: \(left)")
+    }
+
+    /// The pid of a child of `parent` whose command is `name`, waiting up to 20 s for one.
+    static func child(of parent: Int32, named name: String) -> Int32? {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let pid = Int32(entry),
+                      let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                      let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+                let command = stat[stat.index(after: open)..<close]
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                if command == name, fields.count > 1, Int32(fields[1]) == parent { return pid }
+            }
+            usleep(50_000)
+        }
+        return nil
+    }
+}

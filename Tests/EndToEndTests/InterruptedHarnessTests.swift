@@ -20,7 +20,13 @@ struct InterruptedHarnessTests {
         try bench.run()
         let daemon = try #require(Self.child(of: bench.processIdentifier, named: "protd"), "protd-bench started no protd")
         let directories = try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix("protd-daemon-") }
-        #expect(directories.count == 1)
+        try #require(directories.count == 1)
+        // protd creates its socket milliseconds after the spawn; protd-bench
+        // records the daemon right after the spawn returns. Waiting for the
+        // socket keeps the signal from falling in between.
+        let socket = parent.appending(directories[0] + "/s")
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(20_000) }
 
         kill(bench.processIdentifier, signal)
         bench.waitUntilExit()
@@ -28,8 +34,8 @@ struct InterruptedHarnessTests {
         // when it sees its daemon killed. Either way it must not succeed.
         #expect(bench.terminationReason == .uncaughtSignal || bench.terminationStatus != 0)
         // The daemon was protd-bench's child; once that is gone, init reaps it.
-        let deadline = Date().addingTimeInterval(5)
-        while kill(daemon, 0) == 0 && Date() < deadline { usleep(20_000) }
+        let reaped = Date().addingTimeInterval(5)
+        while kill(daemon, 0) == 0 && Date() < reaped { usleep(20_000) }
         #expect(kill(daemon, 0) != 0, "protd \(daemon) outlived protd-bench")
         let left = try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix("protd-daemon-") }
         #expect(left.isEmpty, "left behind: \(left)")

@@ -1,4 +1,5 @@
 import Foundation
+import ProtectionTestSupport
 
 /// Several measurements of one figure: median with min and max.
 struct Sample: Codable {
@@ -106,19 +107,6 @@ struct CPUSteal {
     }
 }
 
-/// CPU time (user plus system) a process has used, from /proc/PID/stat, in
-/// seconds at the kernel's 10 ms tick.
-enum ProcessCPU {
-    static func seconds(pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let afterName = stat.lastIndex(of: ")") else { return .nan }
-        // Fields after the name start at 3 (state); utime and stime are 14 and 15.
-        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-}
-
 /// CPU time protd and this process (the client) spend between calls.
 struct CPUAccount {
     let daemon: Int32
@@ -127,16 +115,19 @@ struct CPUAccount {
 
     init(daemon: Int32) {
         self.daemon = daemon
-        daemonStart = ProcessCPU.seconds(pid: daemon)
-        clientStart = ProcessCPU.seconds(pid: getpid())
+        daemonStart = Self.cpuSeconds(daemon)
+        clientStart = Self.cpuSeconds(getpid())
     }
 
     /// Milliseconds of CPU per MiB each side used since the last call (or
     /// since `init`) for `mebibytes` moved, and starts counting afresh.
     mutating func millisecondsPerMiB(_ mebibytes: Double) -> (daemon: Double, client: Double) {
-        let daemonNow = ProcessCPU.seconds(pid: daemon)
-        let clientNow = ProcessCPU.seconds(pid: getpid())
+        let daemonNow = Self.cpuSeconds(daemon)
+        let clientNow = Self.cpuSeconds(getpid())
         defer { (daemonStart, clientStart) = (daemonNow, clientNow) }
         return (1000 * (daemonNow - daemonStart) / mebibytes, 1000 * (clientNow - clientStart) / mebibytes)
     }
+
+    /// User plus system CPU seconds of `pid` (NaN when it cannot be read).
+    private static func cpuSeconds(_ pid: Int32) -> Double { ProcessStat(pid: pid)?.cpuSeconds ?? .nan }
 }

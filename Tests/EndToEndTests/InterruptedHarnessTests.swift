@@ -46,12 +46,8 @@ struct InterruptedHarnessTests {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-                guard let pid = Int32(entry),
-                      let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                      let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
-                let command = stat[stat.index(after: open)..<close]
-                let fields = stat[stat.index(after: close)...].split(separator: " ")
-                if command == name, fields.count > 1, Int32(fields[1]) == parent { return pid }
+                guard let pid = Int32(entry), let stat = ProcessStat(pid: pid) else { continue }
+                if stat.command == name, stat.parentPID == parent { return pid }
             }
             usleep(50_000)
         }

@@ -81,7 +81,7 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = log
         try process.run()
         self.process = process
-        LiveDaemons.shared.record(self, pid: process.processIdentifier, directory: directory.path)
+        LiveDaemons.shared.started(self, pid: process.processIdentifier, directory: directory.path)
         try waitForSocket()
     }
 
@@ -97,7 +97,7 @@ public final class DaemonProcess: @unchecked Sendable {
         while process.isRunning && Date().timeIntervalSince(started) < timeout { usleep(10_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         self.process = nil
-        LiveDaemons.shared.record(self, pid: nil, directory: directory.path)
+        LiveDaemons.shared.exited(self)
         return (process.terminationStatus, Date().timeIntervalSince(started))
     }
 
@@ -107,7 +107,7 @@ public final class DaemonProcess: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         self.process = nil
-        LiveDaemons.shared.record(self, pid: nil, directory: directory.path)
+        LiveDaemons.shared.exited(self)
     }
 
     /// Stops and starts again on the same state (a daemon restart).

@@ -7,7 +7,7 @@ internal import Synchronization
 /// Foundation's `Process` starts each child in a process group of its own,
 /// so Ctrl-C in a terminal never reaches them.
 ///
-/// On the first registration it takes over SIGINT and SIGTERM: on either,
+/// Made on the first registration, it takes over SIGINT and SIGTERM: on either,
 /// it kills every registered daemon, removes its directory, then dies of the
 /// same signal. A SIGKILL still leaves them behind. On Linux a dispatch
 /// signal source installs a handler of its own, so the signals need not be
@@ -22,31 +22,35 @@ final class LiveDaemons: Sendable {
     }
 
     private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
-    private let queue = DispatchQueue(label: "protd.test-support.signals")
+    /// Kept so that the signal sources live as long as the process (in a
+    /// Mutex only because Dispatch's sources are not Sendable).
     private let sources = Mutex<[any DispatchSourceSignal]>([])
 
-    /// Records `owner`'s daemon: `pid` when running, nil once it exited;
-    /// `directory` is removed with it on a signal.
-    func record(_ owner: AnyObject, pid: Int32?, directory: String) {
-        installHandlersOnce()
+    private init() {
+        let queue = DispatchQueue(label: "protd.test-support.signals")
+        sources.withLock { sources in
+            for signalNumber in [SIGINT, SIGTERM] {
+                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+                source.setEventHandler { [unowned self] in cleanUpAndDie(of: signalNumber) }
+                source.resume()
+                sources.append(source)
+            }
+        }
+    }
+
+    /// Records `owner`'s running daemon; its `directory` is removed with it on a signal.
+    func started(_ owner: AnyObject, pid: Int32, directory: String) {
         entries.withLock { $0[ObjectIdentifier(owner)] = Entry(pid: pid, directory: directory) }
+    }
+
+    /// Notes that `owner`'s daemon exited; its directory is still removed on a signal.
+    func exited(_ owner: AnyObject) {
+        entries.withLock { $0[ObjectIdentifier(owner)]?.pid = nil }
     }
 
     /// Forgets `owner`'s daemon once it has cleaned up after itself.
     func forget(_ owner: AnyObject) {
         _ = entries.withLock { $0.removeValue(forKey: ObjectIdentifier(owner)) }
-    }
-
-    private func installHandlersOnce() {
-        sources.withLock { sources in
-            guard sources.isEmpty else { return }
-            for signalNumber in [SIGINT, SIGTERM] {
-                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-                source.setEventHandler { [self] in cleanUpAndDie(of: signalNumber) }
-                source.resume()
-                sources.append(source)
-            }
-        }
     }
 
     private func cleanUpAndDie(of signalNumber: Int32) {

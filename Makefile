@@ -16,13 +16,21 @@ RELEASE_BIN = .build/release
 # Release binaries carry the Swift runtime and Foundation (statically linked):
 # they run without the toolchain's libraries, start faster and take less
 # memory (docs/DESIGN.md, Memory). libsodium and libc stay shared.
-RELEASE_FLAGS = -c release --static-swift-stdlib
+RELEASE_FLAGS = -c release --static-swift-stdlib $(RELEASE_LAYOUT_FLAGS)
+# How the release link lays the executables out, so an idle protd keeps few
+# pages of them resident (docs/DESIGN.md, Memory): lld with packed relative
+# relocations (DT_RELR, glibc 2.36 and later), no dynamic symbol table of
+# protd's own, and every function in a section of its own, placed in the order
+# scripts/protd.order gives (regenerate it with scripts/function-order).
+RELEASE_LAYOUT_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
+	-Xlinker --no-export-dynamic -Xswiftc -Xfrontend -Xswiftc -function-sections \
+	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/protd.order -Xlinker --no-warn-symbol-ordering
 # The manual plugin builds protctl in release mode without RELEASE_FLAGS, so
 # it gets a build directory of its own instead of relinking .build/release.
 MANUAL_SCRATCH = .build-manual
 MANUAL = $(MANUAL_SCRATCH)/plugins/GenerateManual/outputs/protctl/protctl.1
 
-.PHONY: all build test run deps test-deps bench bench-deps release manual install uninstall clean
+.PHONY: all build test run deps test-deps bench bench-deps release release-order manual install uninstall clean
 
 all: build
 
@@ -65,7 +73,7 @@ run: deps
 ## Benchmarks in release mode: prints a table, writes docs/BENCHMARKS.md and
 ## docs/benchmarks.json. Extra flags: make bench ARGS="--size-mib 256 --dir /var/tmp".
 ARGS ?=
-bench: bench-deps
+bench: bench-deps release-order
 	$(SWIFT) build $(RELEASE_FLAGS)
 	"$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/protd-bench" --markdown docs/BENCHMARKS.md --json docs/benchmarks.json $(ARGS)
 
@@ -76,7 +84,12 @@ bench-deps: deps
 		else echo "not root: age not installed; the age comparison will be skipped"; fi; \
 	fi
 
-release: deps
+## SwiftPM does not know that the release link reads scripts/protd.order:
+## removes release executables older than it, so they are linked again.
+release-order:
+	@find $(RELEASE_BIN)/ -maxdepth 1 -type f -perm -u+x ! -newer scripts/protd.order -delete 2>/dev/null || true
+
+release: deps release-order
 	$(SWIFT) build $(RELEASE_FLAGS) --product protd
 	$(SWIFT) build $(RELEASE_FLAGS) --product protctl
 

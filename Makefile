@@ -19,8 +19,8 @@ RELEASE_BIN = .build/release
 RELEASE_FLAGS = -c release --static-swift-stdlib $(RELEASE_LAYOUT_FLAGS)
 # How the release link lays the executables out, so an idle protd keeps few
 # pages of them resident (docs/DESIGN.md, Memory): lld with packed relative
-# relocations (DT_RELR, glibc 2.36 and later), no dynamic symbol table of
-# protd's own, and every function in a section of its own, placed in the order
+# relocations (DT_RELR, glibc 2.36 and later), no exported symbols, and
+# every function in a section of its own, placed in the order
 # scripts/protd.order gives (regenerate it with scripts/function-order).
 RELEASE_LAYOUT_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker --no-export-dynamic -Xswiftc -Xfrontend -Xswiftc -function-sections \

@@ -46,7 +46,9 @@ struct MemoryWorkload {
                        target: "<= 16 MiB", met: idleSample.median <= 16,
                        note: "300 ms after it accepts its first connection, \(perRound); of which \(anonymousMiB) MiB "
                            + "is the daemon's own (anonymous) memory; the rest is pages of its binary and the Swift, "
-                           + "Foundation and C libraries"))
+                           + "Foundation and C libraries. The executable is the one the linker wrote; a copy made by "
+                           + "cp or install keeps about 1 MiB more resident until its pages leave the page cache "
+                           + "(docs/DESIGN.md, Memory)"))
         if idleSample.median > 16 {
             let f = Report.format
             let room = 16 - floor.median

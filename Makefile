@@ -22,9 +22,14 @@ RELEASE_FLAGS = -c release --static-swift-stdlib $(RELEASE_LAYOUT_FLAGS)
 # relocations (DT_RELR, glibc 2.36 and later), no exported symbols, and
 # every function in a section of its own, placed in the order
 # scripts/protd.order gives (regenerate it with scripts/function-order).
+# The C++ runtime is linked statically as well: the toolchain's static link
+# asks for -lstdc++, and STATIC_CXX_DIR, searched first, answers with the
+# archive, so protd does not map all of libstdc++.so.
+STATIC_CXX_DIR = .build/static-libstdc++
 RELEASE_LAYOUT_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker --no-export-dynamic -Xswiftc -Xfrontend -Xswiftc -function-sections \
-	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/protd.order -Xlinker --no-warn-symbol-ordering
+	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/protd.order -Xlinker --no-warn-symbol-ordering \
+	-Xswiftc -Xclang-linker -Xswiftc -L$(CURDIR)/$(STATIC_CXX_DIR)
 # The manual plugin builds protctl in release mode without RELEASE_FLAGS, so
 # it gets a build directory of its own instead of relinking .build/release.
 MANUAL_SCRATCH = .build-manual
@@ -73,7 +78,7 @@ run: deps
 ## Benchmarks in release mode: prints a table, writes docs/BENCHMARKS.md and
 ## docs/benchmarks.json. Extra flags: make bench ARGS="--size-mib 256 --dir /var/tmp".
 ARGS ?=
-bench: bench-deps release-order
+bench: bench-deps release-order $(STATIC_CXX_DIR)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS)
 	"$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/protd-bench" --markdown docs/BENCHMARKS.md --json docs/benchmarks.json $(ARGS)
 
@@ -89,7 +94,13 @@ bench-deps: deps
 release-order:
 	@find $(RELEASE_BIN)/ -maxdepth 1 -type f -perm -u+x ! -newer scripts/protd.order -delete 2>/dev/null || true
 
-release: deps release-order
+## The name the release link finds for -lstdc++: the static archive.
+$(STATIC_CXX_DIR)/libstdc++.so:
+	@archive=$$(clang -print-file-name=libstdc++.a); \
+	if [ ! -f "$$archive" ]; then echo "libstdc++.a not found: apt-get install libstdc++-12-dev" >&2; exit 1; fi; \
+	mkdir -p $(STATIC_CXX_DIR) && ln -sfn "$$archive" $@
+
+release: deps release-order $(STATIC_CXX_DIR)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product protd
 	$(SWIFT) build $(RELEASE_FLAGS) --product protctl
 

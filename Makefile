@@ -96,8 +96,11 @@ release-order:
 
 ## The name the release link finds for -lstdc++: the static archive.
 $(STATIC_CXX_DIR)/libstdc++.so:
-	@archive=$$(clang -print-file-name=libstdc++.a); \
-	if [ ! -f "$$archive" ]; then echo "libstdc++.a not found: apt-get install libstdc++-12-dev" >&2; exit 1; fi; \
+	@archive=$$(clang -print-file-name=libstdc++.a 2>/dev/null); \
+	if [ ! -f "$$archive" ]; then \
+		echo "clang -print-file-name=libstdc++.a found no archive: the Swift toolchain's clang must be on PATH and libstdc++-12-dev installed" >&2; \
+		exit 1; \
+	fi; \
 	mkdir -p $(STATIC_CXX_DIR) && ln -sfn "$$archive" $@
 
 release: deps release-order $(STATIC_CXX_DIR)/libstdc++.so

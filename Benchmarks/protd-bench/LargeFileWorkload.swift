@@ -81,7 +81,8 @@ struct LargeFileWorkload {
                                   plainWrite: plainWrite.median, plainRead: plainRead.median,
                                   socketMillisecondsPerMiB: socketCPU.median)
         let bounds = reportBounds(costs, targetWrite: 0.75 * floorWrite, targetRead: 0.75 * floorRead,
-                                  protdCPU: (writeCPU, readCPU), store: (storeWrite.median, storeRead.median))
+                                  writeCPU: writeCPU, readCPU: readCPU, storeWrite: storeWrite.median,
+                                  storeRead: storeRead.median)
         aesGCMComparison(xChaChaSeal: singleSeal.median, xChaChaOpen: singleOpen.median)
         try age(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, content: content, chunks: chunks)
         try gocryptfs(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, content: content,
@@ -100,12 +101,12 @@ struct LargeFileWorkload {
     /// own runs spent. Returns the two bounds through the socket, for the
     /// peers' ratio targets.
     private func reportBounds(_ costs: DataPathCosts, targetWrite: Double, targetRead: Double,
-                              protdCPU: (write: (daemon: Double, client: Double), read: (daemon: Double, client: Double)),
-                              store: (write: Double, read: Double)) -> (write: Double, read: Double) {
+                              writeCPU: CPUPerMiB, readCPU: CPUPerMiB, storeWrite: Double,
+                              storeRead: Double) -> (write: Double, read: Double) {
         let f = Report.format
         let socket = "moving it across the socket at \(f(costs.socketMillisecondsPerMiB)) ms of CPU per MiB"
         func explain(_ name: String, _ work: String, minimum: Double, alone: Double, target: Double,
-                     spent: (daemon: Double, client: Double), inProcess: Double) {
+                     spent: CPUPerMiB, inProcess: Double) {
             let bound = costs.throughput(millisecondsPerMiB: minimum)
             report.bound("\(name): \(work) and \(socket) add up to at least \(f(minimum)) ms of CPU per MiB, so "
                          + "\(costs.cores) cores allow at most \(f(bound)) MiB/s through the socket with a free client "
@@ -116,10 +117,10 @@ struct LargeFileWorkload {
         }
         explain("large write", "sealing at \(f(costs.seal)) MiB/s per core, writing at \(f(costs.plainWrite)) MiB/s",
                 minimum: costs.writeMilliseconds, alone: costs.writeWithoutSocket, target: targetWrite,
-                spent: protdCPU.write, inProcess: store.write)
+                spent: writeCPU, inProcess: storeWrite)
         explain("large read", "opening at \(f(costs.open)) MiB/s per core, reading at \(f(costs.plainRead)) MiB/s",
                 minimum: costs.readMilliseconds, alone: costs.readWithoutSocket, target: targetRead,
-                spent: protdCPU.read, inProcess: store.read)
+                spent: readCPU, inProcess: storeRead)
         return (costs.throughput(millisecondsPerMiB: costs.writeMilliseconds),
                 costs.throughput(millisecondsPerMiB: costs.readMilliseconds))
     }

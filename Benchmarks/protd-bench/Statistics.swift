@@ -107,6 +107,12 @@ struct CPUSteal {
     }
 }
 
+/// Milliseconds of CPU per MiB moved, in protd and in this process (the client).
+struct CPUPerMiB {
+    let daemon: Double
+    let client: Double
+}
+
 /// CPU time protd and this process (the client) spend between calls.
 struct CPUAccount {
     let daemon: Int32
@@ -121,11 +127,12 @@ struct CPUAccount {
 
     /// Milliseconds of CPU per MiB each side used since the last call (or
     /// since `init`) for `mebibytes` moved, and starts counting afresh.
-    mutating func millisecondsPerMiB(_ mebibytes: Double) -> (daemon: Double, client: Double) {
+    mutating func millisecondsPerMiB(_ mebibytes: Double) -> CPUPerMiB {
         let daemonNow = Self.cpuSeconds(daemon)
         let clientNow = Self.cpuSeconds(getpid())
         defer { (daemonStart, clientStart) = (daemonNow, clientNow) }
-        return (1000 * (daemonNow - daemonStart) / mebibytes, 1000 * (clientNow - clientStart) / mebibytes)
+        return CPUPerMiB(daemon: 1000 * (daemonNow - daemonStart) / mebibytes,
+                         client: 1000 * (clientNow - clientStart) / mebibytes)
     }
 
     /// User plus system CPU seconds of `pid` (NaN when it cannot be read).

@@ -13,9 +13,10 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/protd
 RELEASE_BIN = .build/release
-# Release binaries carry the Swift runtime and Foundation (statically linked):
-# they run without the toolchain's libraries, start faster and take less
-# memory (docs/DESIGN.md, Memory). libsodium and libc stay shared.
+# Release binaries carry the Swift runtime, Foundation and libstdc++
+# (statically linked): they run without the toolchain's libraries, start
+# faster and take less memory (docs/DESIGN.md, Memory). libsodium and libc
+# stay shared.
 RELEASE_FLAGS = -c release --static-swift-stdlib $(RELEASE_LAYOUT_FLAGS)
 # How the release link lays the executables out, so an idle protd keeps few
 # pages of them resident (docs/DESIGN.md, Memory): lld with packed relative
@@ -35,7 +36,7 @@ RELEASE_LAYOUT_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-r
 MANUAL_SCRATCH = .build-manual
 MANUAL = $(MANUAL_SCRATCH)/plugins/GenerateManual/outputs/protctl/protctl.1
 
-.PHONY: all build test run deps test-deps bench bench-deps release release-order manual install uninstall clean
+.PHONY: all build test run deps test-deps bench bench-deps release release-inputs release-order manual install uninstall clean
 
 all: build
 
@@ -78,7 +79,7 @@ run: deps
 ## Benchmarks in release mode: prints a table, writes docs/BENCHMARKS.md and
 ## docs/benchmarks.json. Extra flags: make bench ARGS="--size-mib 256 --dir /var/tmp".
 ARGS ?=
-bench: bench-deps release-order $(STATIC_CXX_DIR)/libstdc++.so
+bench: bench-deps release-inputs
 	$(SWIFT) build $(RELEASE_FLAGS)
 	"$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/protd-bench" --markdown docs/BENCHMARKS.md --json docs/benchmarks.json $(ARGS)
 
@@ -94,6 +95,9 @@ bench-deps: deps
 release-order:
 	@find $(RELEASE_BIN)/ -maxdepth 1 -type f -perm -u+x ! -newer scripts/protd.order -delete 2>/dev/null || true
 
+## What a release link reads that SwiftPM does not prepare itself.
+release-inputs: release-order $(STATIC_CXX_DIR)/libstdc++.so
+
 ## The name the release link finds for -lstdc++: the static archive.
 $(STATIC_CXX_DIR)/libstdc++.so:
 	@archive=$$(clang -print-file-name=libstdc++.a 2>/dev/null); \
@@ -103,7 +107,7 @@ $(STATIC_CXX_DIR)/libstdc++.so:
 	fi; \
 	mkdir -p $(STATIC_CXX_DIR) && ln -sfn "$$archive" $@
 
-release: deps release-order $(STATIC_CXX_DIR)/libstdc++.so
+release: deps release-inputs
 	$(SWIFT) build $(RELEASE_FLAGS) --product protd
 	$(SWIFT) build $(RELEASE_FLAGS) --product protctl
 

@@ -31,7 +31,7 @@ struct ProtdBench: AsyncParsableCommand {
             let lock = LockWorkload(options: options, report: report)
             try await lock.fanOut(daemon: daemon, admin: admin)
             try await lock.unlock(admin: admin, costLabel: "Argon2id ops 2, 64 MiB")
-            try await lock.passwd(admin: admin)
+            try await lock.passwd()
         }
         await admin.close()
         daemon.stop()

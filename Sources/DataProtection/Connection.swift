@@ -11,6 +11,15 @@ final class Connection: Sendable {
     /// what it sends, this only guards against a runaway peer.
     static let clientFrameLimit = 16 * 1024 * 1024
 
+    /// The one event loop (of NIO's shared group) that every connection of
+    /// this process uses. Its connections all lead to the same local daemon
+    /// and carry little work on this side, so one thread keeps up with them;
+    /// sharing it lets that thread take the events of many clients in one
+    /// wake-up. Spread over the group's loops, 250 subscribing clients in
+    /// one process used a third more CPU and several times the context
+    /// switches in `protd-bench --only lock` (docs/DESIGN.md, Daemon).
+    static let sharedLoop = MultiThreadedEventLoopGroup.singleton.next()
+
     let router: RequestRouter
     /// The protocol version the daemon chose.
     let protocolVersion: UInt16
@@ -56,7 +65,7 @@ final class Connection: Sendable {
         let router = RequestRouter()
         let asyncChannel: NIOAsyncChannel<Frame, Frame>
         do {
-            asyncChannel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            asyncChannel = try await ClientBootstrap(group: Connection.sharedLoop)
                 .channelOption(.recvAllocator, value: WireProtocol.receiveBufferAllocator)
                 .channelOption(.socketOption(.so_sndbuf), value: WireProtocol.socketBufferBytes)
                 .connect(unixDomainSocketPath: path) { channel in

@@ -168,9 +168,10 @@ public final class DataProtectionClient: Sendable {
     /// now on, in order, on the connection's I/O thread as soon as it
     /// arrives: the quickest way to learn of a lock and to acknowledge it
     /// (return `.acknowledge`), without the task switches an `events`
-    /// iterator takes. The observer holds up this client's other answers
-    /// while it runs, so it must return quickly and never block; hand
-    /// longer work to a task. Keep the returned `EventObservation`: the
+    /// iterator takes. The observer holds up the answers and events of
+    /// every client in this process while it runs (they share one I/O
+    /// thread), so it must return quickly and never block; hand longer work
+    /// to a task. Keep the returned `EventObservation`: the
     /// observer stops when it is released or cancelled, and when the
     /// connection closes (an `events` iterator finishes then; an observer
     /// is simply no longer called).

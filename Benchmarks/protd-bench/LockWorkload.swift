@@ -97,20 +97,14 @@ struct LockWorkload {
     func passwd() async throws {
         let few = try await PasscodeChanger(options: options, files: 10)
         let many = try await PasscodeChanger(options: options, files: options.files)
-        var fewTimes: [Double] = []
-        var manyTimes: [Double] = []
         for turn in 0..<(options.repetitions * 2) {
-            let order = turn.isMultiple(of: 2) ? [few, many] : [many, few]
-            for changer in order {
-                let seconds = try await Stopwatch.time { try await changer.change() }
-                if changer === few { fewTimes.append(seconds) } else { manyTimes.append(seconds) }
-            }
+            for changer in turn.isMultiple(of: 2) ? [few, many] : [many, few] { try await changer.change() }
         }
         await few.stop()
         await many.stop()
-        let fewSample = Sample(values: fewTimes)
-        let manySample = Sample(values: manyTimes)
-        let note = "a daemon of its own for each, timed in turns (ABBA), \(fewTimes.count) changes each"
+        let fewSample = Sample(values: few.seconds)
+        let manySample = Sample(values: many.seconds)
+        let note = "a daemon of its own for each, timed in turns (ABBA), \(few.seconds.count) changes each"
         report.add(Row(workload: "passwd", measure: "with 10 files", unit: "s", sample: fewSample, note: note))
         report.add(Row(workload: "passwd", measure: "with \(options.files) files", unit: "s", sample: manySample, note: note))
         let ratio = manySample.median / fewSample.median
@@ -120,11 +114,13 @@ struct LockWorkload {
 }
 
 /// A daemon with `files` files stored whose passcode `change()` switches
-/// between two values.
+/// between two values, timing each change.
 private final class PasscodeChanger {
     private let daemon: DaemonProcess
     private let client: DataProtectionClient
     private var current = "bench"
+    /// How long each `change()` took.
+    private(set) var seconds: [Double] = []
 
     init(options: BenchOptions, files: Int) async throws {
         daemon = try options.startDaemon()
@@ -133,10 +129,10 @@ private final class PasscodeChanger {
         for index in 0..<files { try await client.file("stored/\(index)").write([1], protection: .none, durable: false) }
     }
 
-    /// One passwd, from the current passcode to the other.
+    /// One timed passwd, from the current passcode to the other.
     func change() async throws {
         let next = current == "bench" ? "bench2" : "bench"
-        try await client.setPasscode(next, old: current)
+        seconds.append(try await Stopwatch.time { try await client.setPasscode(next, old: current) })
         current = next
     }
 

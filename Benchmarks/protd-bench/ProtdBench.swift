@@ -15,6 +15,7 @@ struct ProtdBench: AsyncParsableCommand {
     mutating func run() async throws {
         options.applyQuick()
         let steal = CPUSteal()
+        let pageReporting = FreePageReporting()
         BenchEnvironment.raiseFileLimit()
         let report = Report(machine: BenchEnvironment.describe(options: options))
         print("protd-bench: \(report.machine["settings"] ?? "")")
@@ -40,6 +41,14 @@ struct ProtdBench: AsyncParsableCommand {
                        sample: Sample(values: [CPUSteal.percent(since: steal)]),
                        note: "other guests' load on the host; with steal above a few percent, figures can swing "
                            + "by 2x between runs, ratios within one run much less"))
+        if let reported = FreePageReporting.gibibytes(since: pageReporting) {
+            report.add(Row(workload: "machine", measure: "memory handed back to the hypervisor during the run", unit: "GiB",
+                           sample: Sample(values: [reported]),
+                           note: "free page reporting (virtio-balloon): memory the guest frees goes back to the host, "
+                               + "and the guest's next use of it faults on the host as well, so writes into new pages "
+                               + "(new tmpfs files, fresh buffers) pay for it; plain file write against plain file "
+                               + "overwrite in place shows what new pages cost in this run"))
+        }
         let command = "protd-bench " + CommandLine.arguments.dropFirst().joined(separator: " ")
         if let markdown = options.markdown {
             try report.markdown(command: command).write(toFile: markdown, atomically: true, encoding: .utf8)

@@ -107,6 +107,26 @@ struct CPUSteal {
     }
 }
 
+/// Guest memory handed back to the hypervisor (free page reporting, on
+/// kernels that count it in /sys/module/page_reporting): a page reported
+/// is gone from the guest, so its next use faults on the host as well.
+struct FreePageReporting {
+    private static let counter = "/sys/module/page_reporting/parameters/reported_kib"
+    private let kibibytes: Double?
+
+    /// The counter now; nil where the kernel does not count.
+    init() {
+        kibibytes = (try? String(contentsOfFile: Self.counter, encoding: .utf8))
+            .flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    /// GiB reported between `start` and now, or nil where not counted.
+    static func gibibytes(since start: FreePageReporting) -> Double? {
+        guard let before = start.kibibytes, let after = FreePageReporting().kibibytes else { return nil }
+        return (after - before) / 1_048_576
+    }
+}
+
 /// Milliseconds of CPU per MiB moved, in protd and in this process (the client).
 struct CPUPerMiB {
     let daemon: Double

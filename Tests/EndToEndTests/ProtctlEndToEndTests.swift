@@ -93,6 +93,37 @@ struct ProtctlEndToEndTests {
         #expect(try run(daemon, ["read", "notes/a", "--offset", "1"]).status == 64)
     }
 
+    @Test("write of several chunks from a file or a pipe keeps every byte; an input that cannot be read fails and keeps the old file")
+    func writeInputs() throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        let directory = try TemporaryDirectory("protctl-input")
+        defer { directory.remove() }
+        // Three whole 512 KiB chunks and a short last piece; a pipe hands
+        // them over 64 KiB at a time, so each piece takes several reads.
+        let content = (0..<(3 * 512 * 1024 + 7)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+        let inputPath = directory.appending("in")
+        try Data(content).write(to: URL(fileURLWithPath: inputPath))
+        let outputPath = directory.appending("out")
+
+        #expect(try run(daemon, ["write", "big", "--input", inputPath]).status == 0)
+        #expect(try run(daemon, ["read", "big", "--output", outputPath]).status == 0)
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath))) == content)
+
+        let piped = try CommandRunner.run(Self.protctl, ["--socket", daemon.socketPath, "write", "piped"],
+                                          input: content)
+        #expect(piped.status == 0)
+        #expect(try run(daemon, ["read", "piped", "--output", outputPath]).status == 0)
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath))) == content)
+
+        // A directory opens but cannot be read: a one-line error, and the
+        // file it would have replaced stays as it was.
+        let unreadable = try run(daemon, ["write", "big", "--input", directory.path])
+        #expect(unreadable.status == 1)
+        #expect(unreadable.stderr == "protctl: cannot read the input: Is a directory\n")
+        #expect(try run(daemon, ["read", "big", "--output", outputPath]).status == 0)
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: outputPath))) == content)
+    }
+
     @Test("a reader that goes away: read stops with exit 73 and says why, ls ends quietly; neither crashes")
     func closedStandardOutput() throws {
         let daemon = try DaemonProcess(gracePeriodSeconds: 0)

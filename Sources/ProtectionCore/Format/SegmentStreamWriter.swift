@@ -119,8 +119,9 @@ final class SegmentStreamWriter {
                                             final: lastIsFinal && batchStart + position == sources.count - 1,
                                             fileID: fileID, into: region)
                         // Written by the thread that sealed it, while the bytes are
-                        // still in that core's cache: copying them from another
-                        // core's cache made the write three times slower.
+                        // in that core's cache. One pwrite of the whole batch was
+                        // faster in-process but slower through the daemon's socket
+                        // (docs/DESIGN.md, section Writes).
                         let from = position == 0 ? start - prefix : start
                         try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: output[from..<end]),
                                          at: layout.offset(ofSegment: index) - (start - from), path: path)

@@ -53,6 +53,8 @@ struct FileChunksReader: AsyncSequence, Sendable {
         /// new one per piece, as `FileHandle.read` made, cost protctl fresh
         /// pages, which were a sixth of its CPU time in a 1 GiB write.
         private var piece: [UInt8] = []
+        /// The input ended: no more reads (a terminal would wait for more).
+        private var atEnd = false
 
         init(handle: FileHandle, pieceSize: Int) {
             self.handle = handle
@@ -60,19 +62,25 @@ struct FileChunksReader: AsyncSequence, Sendable {
         }
 
         mutating func next() async throws -> [UInt8]? {
+            if atEnd { return nil }
             if piece.count != pieceSize { piece = [UInt8](repeating: 0, count: pieceSize) }
             let descriptor = handle.fileDescriptor
-            let filled = try piece.withUnsafeMutableBytes { try Self.fill($0, from: descriptor) }
+            let filled = try piece.withUnsafeMutableBytes { try Self.fill($0, from: descriptor, atEnd: &atEnd) }
             if filled == 0 { return nil }
             return filled == pieceSize ? piece : Array(piece[..<filled])
         }
 
-        /// Reads until `buffer` is full or the input ends; the bytes read.
-        private static func fill(_ buffer: UnsafeMutableRawBufferPointer, from descriptor: Int32) throws -> Int {
+        /// Reads until `buffer` is full or the input ends (then sets
+        /// `atEnd`); the bytes read.
+        private static func fill(_ buffer: UnsafeMutableRawBufferPointer, from descriptor: Int32,
+                                 atEnd: inout Bool) throws -> Int {
             var filled = 0
             while filled < buffer.count {
                 let count = read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
-                if count == 0 { break }
+                if count == 0 {
+                    atEnd = true
+                    break
+                }
                 if count < 0 {
                     if errno == EINTR { continue }
                     throw CommandFailure(description: "cannot read the input: \(String(cString: strerror(errno)))",

@@ -8,7 +8,8 @@ import Foundation
 ///
 /// It connects its clients, subscribes each, prints `ready`, and for every
 /// `willBecomeUnavailable` notes when each client received it, acknowledges
-/// at once, and reports through `DeliveryLog`. By default each client takes
+/// at once, and reports through `DeliveryLog`, which also hears of every
+/// `didBecomeAvailable`. By default each client takes
 /// its events through an observer (`observeEvents`); with `--iterator`,
 /// through an `events` iterator in a task of its own. It exits when its
 /// standard input ends (protd-bench closes it, or exits).
@@ -71,9 +72,16 @@ struct SubscriberProcess: AsyncParsableCommand {
         var observations: [EventObservation] = []
         for client in clients {
             observations.append(try await client.observeEvents { event in
-                guard case .willBecomeUnavailable = event.kind else { return .none }
-                log.record(sequence: event.sequence, receivedAt: .now)
-                return .acknowledge
+                switch event.kind {
+                case .willBecomeUnavailable:
+                    log.record(sequence: event.sequence, receivedAt: .now)
+                    return .acknowledge
+                case .didBecomeAvailable:
+                    log.record(.available, sequence: event.sequence, receivedAt: .now)
+                    return .none
+                case .didBecomeUnavailable:
+                    return .none
+                }
             })
         }
         DeliveryLog.emit("ready")
@@ -94,8 +102,11 @@ struct SubscriberProcess: AsyncParsableCommand {
                     var events = client.events.makeAsyncIterator()
                     registration.yield()
                     while let event = try await events.next() {
-                        guard case .willBecomeUnavailable = event.kind else { continue }
                         let receivedAt = ContinuousClock.now
+                        if case .didBecomeAvailable = event.kind {
+                            log.record(.available, sequence: event.sequence, receivedAt: receivedAt)
+                        }
+                        guard case .willBecomeUnavailable = event.kind else { continue }
                         try await client.acknowledge(event)
                         log.record(sequence: event.sequence, receivedAt: receivedAt)
                     }

@@ -6,7 +6,8 @@ import ProtectionWire
 
 /// Subscribers that speak protd's protocol by hand, without the client
 /// library: hello, subscribe, then one poll(2) loop that notes each
-/// will-become-unavailable event and acknowledges it. Measured against
+/// will-become-unavailable event and acknowledges it, and notes each
+/// did-become-available one. Measured against
 /// the library's subscribers, they separate protd's share of the fan-out
 /// from the client library's.
 enum WireSubscribers {
@@ -30,10 +31,11 @@ enum WireSubscribers {
             guard let frame = try connections[index].readFrame() else { return false }
             guard frame.type == MessageType.event.rawValue,
                   case .event(let event) = try Response(frame: Frame(type: frame.type, requestID: frame.id,
-                                                                     body: ByteBuffer(bytes: frame.body))),
-                  event.kind == .willBecomeUnavailable
-            else { return true }  // the other events
+                                                                     body: ByteBuffer(bytes: frame.body)))
+            else { return true }
             let receivedAt = ContinuousClock.now
+            if event.kind == .didBecomeAvailable { log.record(.available, sequence: event.sequence, receivedAt: receivedAt) }
+            guard event.kind == .willBecomeUnavailable else { return true }
             var acknowledgement = ByteBuffer()
             Request.acknowledge(sequence: event.sequence).frame(requestID: nextID).encode(into: &acknowledgement)
             nextID &+= 1

@@ -13,12 +13,15 @@ struct LockWorkload {
     /// floor (`FanOutFloor`), as a bound. The subscribers live in processes
     /// of their own (`SubscriberFleet`); each acknowledges as soon as it has
     /// the event. Latency runs from just before the lock request to each
-    /// subscriber's receipt, on the clock all processes share.
+    /// subscriber's receipt, on the clock all processes share. Each round
+    /// starts once the previous unlock's event has reached every
+    /// subscriber, as the floor's rounds start with nothing in flight.
     func fanOut(daemon: DaemonProcess, admin: DataProtectionClient) async throws {
         let count = options.subscribers
         let setup = "subscribers in \((count + SubscriberFleet.subscribersPerProcess - 1) / SubscriberFleet.subscribersPerProcess) "
             + "processes of \(SubscriberFleet.helperName) (at most \(SubscriberFleet.subscribersPerProcess) each), each "
-            + "acknowledging at once; percentiles taken per round, median of \(options.repetitions) rounds with their min..max"
+            + "acknowledging at once; a round starts once every subscriber has the previous unlock's didBecomeAvailable "
+            + "(the floor has no unlock); percentiles taken per round, median of \(options.repetitions) rounds with their min..max"
         let protd = try await fanOutThroughProtd(daemon: daemon, admin: admin)
         addRows(protd, label: "lock fan-out, \(count) subscribers", targets: true,
                 deliveryNote: "from just before the lock request to each subscriber's receipt of willBecomeUnavailable, "
@@ -67,6 +70,7 @@ struct LockWorkload {
             let sent = fleet.origin.duration(to: started)
             times.deliveryRounds.append(try await fleet.nextDelivery().map { ($0 - sent) / .seconds(1) })
             try await admin.unlock(passcode: "bench")
+            try await fleet.awaitAvailable()
         }
         return times
     }

@@ -85,12 +85,25 @@ final class SubscriberFleet {
     /// When every subscriber received the next will-become-unavailable
     /// event, as offsets from `origin`.
     func nextDelivery() async throws -> [Duration] {
+        try await nextReceipts("delivered")
+    }
+
+    /// Returns once every subscriber received the next did-become-available
+    /// event (an unlock's), so that the next lock is timed from a quiet
+    /// fleet and daemon rather than over the tail of that fan-out.
+    func awaitAvailable() async throws {
+        _ = try await nextReceipts("available")
+    }
+
+    /// Every subscriber's receipt time of the next event reported in lines
+    /// starting with `word` (see the helper's `DeliveryLog`).
+    private func nextReceipts(_ word: Substring) async throws -> [Duration] {
         var sequence: Substring?
         var receipts: [Duration] = []
         while receipts.count < subscribers {
             let words = try await nextLine()
-            guard words.count >= 2, words[0] == "delivered", sequence == nil || sequence == words[1] else {
-                throw ChildFailed(description: "expected receipts of event \(sequence ?? "?"), got \(words.prefix(3))")
+            guard words.count >= 2, words[0] == word, sequence == nil || sequence == words[1] else {
+                throw ChildFailed(description: "expected \(word) receipts of event \(sequence ?? "?"), got \(words.prefix(3))")
             }
             sequence = words[1]
             receipts += words.dropFirst(2).compactMap { Int64($0) }.map { Duration.nanoseconds($0) }

@@ -55,8 +55,8 @@ public final class DaemonServer: Service {
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength,
                                                       copyThreshold: FrameDecoder.chunkCopyThreshold)))
-                try channel.pipeline.syncOperations.addHandler(FrameWriter())
                 let events = try EventSinkReference.install(in: channel)
+                try channel.pipeline.syncOperations.addHandler(FrameWriter())
                 return AcceptedConnection(peer: peer, events: events,
                                           channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel,
                                                                        configuration: Self.channelConfiguration))

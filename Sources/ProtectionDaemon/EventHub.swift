@@ -8,15 +8,16 @@ internal import Synchronization
 protocol EventReceiver: Sendable {
     /// The event loop `deliver` runs on.
     var eventLoop: any EventLoop { get }
-    /// Takes frames to send, in order; called on `eventLoop`, so it must
-    /// not block or wait for the subscriber.
-    func deliver(_ frames: [Frame])
+    /// Takes frames to send, in order, each in its wire form (`Frame.encoded()`);
+    /// called on `eventLoop`, so it must not block or wait for the subscriber.
+    func deliver(_ frames: [ByteBuffer])
 }
 
 /// Fans lock events out to subscribers. Each subscriber's receiver keeps a
 /// bounded buffer of the newest events (`EventSink`), so a slow or dead
 /// subscriber never delays the others or the lock. Each event is encoded
-/// once: every subscriber gets the same frame, whose bytes are shared.
+/// once, to its wire form: every subscriber is sent the same bytes, not a
+/// copy of its own.
 public final class EventHub: Sendable {
     /// Events kept per subscriber when it does not read.
     public static let bufferSize = 64
@@ -32,7 +33,7 @@ public final class EventHub: Sendable {
     public init() {}
 
     /// Registers a subscriber; `receiver` gets event frames (request id 0,
-    /// ready to send) until `unsubscribe`.
+    /// encoded, ready to send) until `unsubscribe`.
     func subscribe(_ receiver: any EventReceiver) -> SubscriberID {
         state.withLock { state in
             let id = SubscriberID(state.nextID)
@@ -56,7 +57,7 @@ public final class EventHub: Sendable {
     /// any. Each event becomes one frame, shared by all subscribers.
     func broadcast(_ events: [ProtectionEvent]) {
         guard !events.isEmpty else { return }
-        let frames = events.map { Response.event(WireEvent($0)).frame(requestID: 0) }
+        let frames = events.map { Response.event(WireEvent($0)).frame(requestID: 0).encoded() }
         let receivers = state.withLock { Array($0.subscribers.values) }
         // One hop per event loop, which then writes to all of its subscribers
         // before it reads anything more, their acknowledgements included.

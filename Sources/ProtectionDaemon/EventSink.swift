@@ -1,9 +1,10 @@
 internal import NIOCore
 internal import ProtectionWire
 
-/// One subscriber's end of the event hub, in its connection's pipeline. It
-/// writes event frames from the event loop itself, with no task between the
-/// hub and the socket. While the socket cannot take more, it keeps the
+/// One subscriber's end of the event hub, in its connection's pipeline
+/// between the socket and `FrameWriter`. It writes event frames, already
+/// encoded, from the event loop itself, with no task between the hub and
+/// the socket. While the socket cannot take more, it keeps the
 /// newest `EventHub.bufferSize` frames, so a client that does not read
 /// costs a bounded amount and delays no one. Frames wait until `start`,
 /// which the connection calls once its `subscribed` answer has gone out.
@@ -15,10 +16,10 @@ internal import ProtectionWire
 final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = Frame
     typealias InboundOut = Frame
-    typealias OutboundOut = Frame
+    typealias OutboundOut = ByteBuffer
 
     private var context: ChannelHandlerContext?
-    private var pending = CircularBuffer<Frame>(initialCapacity: 4)
+    private var pending = CircularBuffer<ByteBuffer>(initialCapacity: 4)
     /// Takes an acknowledgement's sequence; set by `start`, so the sink has
     /// started once it is there.
     private var acknowledge: (@Sendable (UInt64) -> Void)?
@@ -55,12 +56,12 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
     /// lock-and-wait's, when the lock settles); never dropped, whether or
     /// not the connection subscribed.
     func answer(_ frame: Frame) {
-        context?.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        context?.writeAndFlush(wrapOutboundOut(frame.encoded()), promise: nil)
     }
 
-    /// Sends `frames` after those waiting; while the socket is full, keeps
-    /// only the newest `EventHub.bufferSize`.
-    func deliver(_ frames: [Frame]) {
+    /// Sends `frames` (encoded) after those waiting; while the socket is
+    /// full, keeps only the newest `EventHub.bufferSize`.
+    func deliver(_ frames: [ByteBuffer]) {
         for frame in frames {
             if pending.count == EventHub.bufferSize { pending.removeFirst() }
             pending.append(frame)
@@ -89,7 +90,8 @@ final class EventSink: ChannelInboundHandler, RemovableChannelHandler {
 struct EventSinkReference: EventReceiver {
     private let sink: NIOLoopBound<EventSink>
 
-    /// Adds a new sink to `channel`'s pipeline; call on its event loop.
+    /// Adds a new sink to `channel`'s pipeline; call on its event loop,
+    /// before adding `FrameWriter`, which the sink's bytes do not pass.
     static func install(in channel: any Channel) throws -> EventSinkReference {
         let sink = EventSink()
         try channel.pipeline.syncOperations.addHandler(sink)
@@ -100,7 +102,7 @@ struct EventSinkReference: EventReceiver {
 
     var eventLoop: any EventLoop { sink.eventLoop }
 
-    func deliver(_ frames: [Frame]) {
+    func deliver(_ frames: [ByteBuffer]) {
         sink.value.deliver(frames)
     }
 

@@ -102,6 +102,14 @@ extension Frame {
         buffer.writeBuffer(&body)
     }
 
+    /// The frame's wire form in a buffer of its own, to send as it is
+    /// (an event frame, the same bytes for every subscriber).
+    public func encoded() -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: Frame.prefixByteCount + body.readableBytes)
+        encode(into: &buffer)
+        return buffer
+    }
+
     /// Appends the length prefix, type and request id, without the body.
     func encodePrefix(into buffer: inout ByteBuffer) {
         buffer.writeInteger(UInt32(Frame.headerByteCount + body.readableBytes), endianness: .big)

@@ -4,14 +4,22 @@ import NIOPosix
 import ProtectionCore
 import ProtectionWire
 
-/// A receiver whose frames arrive on an unbounded stream, for tests of the
-/// hub and the lock controller without sockets.
+/// A receiver whose frames arrive, decoded, on an unbounded stream, for
+/// tests of the hub and the lock controller without sockets. A buffer that
+/// is not one whole frame ends the stream.
 struct StreamReceiver: EventReceiver {
     let continuation: AsyncStream<Frame>.Continuation
     let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
 
-    func deliver(_ frames: [Frame]) {
-        for frame in frames { continuation.yield(frame) }
+    func deliver(_ frames: [ByteBuffer]) {
+        for var bytes in frames {
+            var decoder = FrameDecoder(maximumFrameLength: .max)
+            guard let frame = try? decoder.decode(buffer: &bytes), bytes.readableBytes == 0 else {
+                continuation.finish()
+                return
+            }
+            continuation.yield(frame)
+        }
     }
 }
 

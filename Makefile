@@ -50,18 +50,7 @@ deps:
 ## Tools some tests use (pamtester, systemd-analyze); those tests skip with a
 ## reason when the tools are missing and cannot be installed (not root).
 test-deps: deps
-	@missing=""; \
-	command -v pamtester >/dev/null 2>&1 || missing="$$missing pamtester"; \
-	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
-	if [ -n "$$missing" ]; then \
-		if [ "$$(id -u)" = 0 ]; then \
-			echo "installing$$missing"; \
-			(apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) || \
-				echo "could not install$$missing; the tests that need them will be skipped"; \
-		else \
-			echo "not root: not installing$$missing; the tests that need them will be skipped"; \
-		fi; \
-	fi
+	@sh scripts/install-missing "the tests that need them" pamtester=pamtester systemd-analyze=systemd
 
 build: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
@@ -83,12 +72,12 @@ bench: bench-deps release-inputs
 	$(SWIFT) build $(RELEASE_FLAGS)
 	"$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/protd-bench" --markdown docs/BENCHMARKS.md --json docs/benchmarks.json $(ARGS)
 
-## Peers for the comparison (age; gocryptfs and fuse3 where FUSE works), when root.
+## Peers for the comparison, when root: age; gocryptfs and fuse3 where FUSE
+## works (/dev/fuse); e2fsprogs for kernel fscrypt on a loop-mounted ext4.
+## protd-bench skips, with the reason, any peer that is missing or cannot run.
 bench-deps: deps
-	@if ! command -v age >/dev/null 2>&1; then \
-		if [ "$$(id -u)" = 0 ]; then apt-get install -y age || (apt-get update && apt-get install -y age) || true; \
-		else echo "not root: age not installed; the age comparison will be skipped"; fi; \
-	fi
+	@sh scripts/install-missing "those comparisons" age=age mkfs.ext4=e2fsprogs \
+		$$([ -e /dev/fuse ] && echo gocryptfs=gocryptfs fusermount3=fuse3)
 
 ## SwiftPM does not know that the release link reads scripts/protd.order:
 ## removes release executables older than it, so they are linked again.

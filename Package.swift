@@ -114,8 +114,8 @@ let package = Package(
             dependencies: [
                 "DataProtection", "ProtectionCore", "ProtectionWire", "Sodium", "CSodium", "ProtectionTestSupport",
                 "protd-bench-idle",
-                // Not linked for its code: the dependency makes building protd-bench build this helper too.
-                "protd-bench-subscribers",
+                // Not linked for their code: the dependency makes building protd-bench build these helpers too.
+                "protd-bench-subscribers", "protd-bench-fscrypt",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/protd-bench",
@@ -130,6 +130,16 @@ let package = Package(
             ],
             path: "Benchmarks/protd-bench-subscribers",
             swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "protd-bench-fscrypt",
+            dependencies: ["CFscrypt", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/protd-bench-fscrypt",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CFscrypt",
+            path: "Benchmarks/CFscrypt"
         ),
         .executableTarget(
             name: "protd-bench-idle",

@@ -8,7 +8,7 @@ import ProtectionTestSupport
 @main
 struct ProtdBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "protd-bench", abstract: "Benchmark protd against plain files, raw libsodium and age.")
+        commandName: "protd-bench", abstract: "Benchmark protd against plain files, raw libsodium, age, gocryptfs and kernel fscrypt.")
 
     @OptionGroup var options: BenchOptions
 

@@ -1,0 +1,82 @@
+import CFscrypt
+import Foundation
+import Glibc
+
+/// An ext4 with the encrypt feature on a loop device, mounted on /mnt in
+/// this process's own mount namespace: nobody else sees it, and when the
+/// process ends, however it ends, the mount, the loop device and the
+/// (already unlinked) image go with it.
+struct LoopVolume {
+    /// Where the ext4 is mounted, in this process's namespace only.
+    let mountPoint = "/mnt"
+
+    /// Makes, formats and mounts an image with room for a `sizeMiB` file in `directory`.
+    init(directory: String, sizeMiB: Int) throws {
+        guard geteuid() == 0 else { throw Unavailable("needs root, to loop-mount an ext4") }
+        // Before any thread starts: a process with threads cannot unshare its mount namespace.
+        guard protd_unshare_mounts() == 0 else {
+            throw Unavailable("cannot make a private mount namespace of its own", errno: errno)
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: mountPoint, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw Unavailable("no \(mountPoint) directory to mount the ext4 on")
+        }
+        let image = directory + "/protd-bench-fscrypt-\(getpid()).img"
+        let fd = open(image, O_RDWR | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw Unavailable("cannot create \(image)", errno: errno) }
+        defer { unlink(image) }
+        // Room for the file, ext4's journal and tables, and slack; sparse until written.
+        let imageBytes = off_t(sizeMiB + sizeMiB / 4 + 64) << 20
+        let sized = ftruncate(fd, imageBytes)
+        close(fd)
+        guard sized == 0 else { throw Unavailable("cannot size \(image)", errno: errno) }
+        try Self.run("mkfs.ext4", ["-q", "-F", "-O", "encrypt", image], package: "e2fsprogs")
+        try Self.run("mount", ["-o", "loop", image, mountPoint], package: "mount")
+    }
+
+    /// A new directory with an fscrypt v2 policy (AES-256-XTS contents)
+    /// under a random key added to the file system.
+    func encryptedDirectory() throws -> String {
+        let path = mountPoint + "/encrypted"
+        guard mkdir(path, 0o700) == 0 else { throw Unavailable("mkdir \(path)", errno: errno) }
+        let root = open(mountPoint, O_RDONLY | O_DIRECTORY)
+        let directory = open(path, O_RDONLY | O_DIRECTORY)
+        defer {
+            close(root)
+            close(directory)
+        }
+        var generator = SystemRandomNumberGenerator()
+        var key = (0..<64).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        defer { key.withUnsafeMutableBytes { bytes in bytes.baseAddress.map { _ = memset($0, 0, bytes.count) } } }
+        var identifier = [UInt8](repeating: 0, count: 16)
+        guard protd_fscrypt_add_key(root, key, &identifier) == 0 else {
+            throw Unavailable("the kernel refused an fscrypt key (FS_IOC_ADD_ENCRYPTION_KEY)", errno: errno)
+        }
+        guard protd_fscrypt_set_policy(directory, identifier) == 0 else {
+            throw Unavailable("the kernel refused an fscrypt policy (FS_IOC_SET_ENCRYPTION_POLICY)", errno: errno)
+        }
+        return path
+    }
+
+    /// Runs `tool` (found on PATH or in the sbin directories) to the end;
+    /// throws with its output when it is missing or fails.
+    private static func run(_ tool: String, _ arguments: [String], package: String) throws {
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+            + ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+        guard let executable = directories.map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile)
+        else { throw Unavailable("\(tool) is not installed (apt-get install \(package))") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Unavailable("\(tool) \(arguments.joined(separator: " ")) failed: "
+                              + text.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+}

@@ -24,10 +24,14 @@ enum Stopwatch {
         return seconds(since: start)
     }
 
-    /// `repetitions` timings of `body`.
-    static func sample(_ repetitions: Int, _ body: () async throws -> Void) async rethrows -> Sample {
+    /// `repetitions` timings of `body`, each after an untimed `setup`.
+    static func sample(_ repetitions: Int, setup: () async throws -> Void = {},
+                       _ body: () async throws -> Void) async rethrows -> Sample {
         var values: [Double] = []
-        for _ in 0..<repetitions { values.append(try await time(body)) }
+        for _ in 0..<repetitions {
+            try await setup()
+            values.append(try await time(body))
+        }
         return Sample(values: values)
     }
 }

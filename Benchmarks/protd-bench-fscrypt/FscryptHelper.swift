@@ -16,7 +16,7 @@ import Glibc
 ///
 /// Output, one line each, written at once: `unavailable <reason>`, or
 /// `<encrypted|plain> <write|read> <MiB/s>` per measurement. If protd-bench
-/// is gone, the next line kills it (SIGPIPE).
+/// is gone, writing the next line ends it.
 @main
 struct FscryptHelper: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -7,7 +7,8 @@ import Sodium
 
 /// Sequential write then read of one large file: protd against the crypto
 /// ceiling (raw libsodium, same algorithm and segment size, no I/O), the
-/// I/O floor (plain files on the same file system) and age.
+/// I/O floor (plain files on the same file system), age, gocryptfs and
+/// kernel fscrypt.
 struct LargeFileWorkload {
     let options: BenchOptions
     let report: Report
@@ -32,7 +33,8 @@ struct LargeFileWorkload {
         // copy until the new one commits, so it would need fresh memory for
         // all of it, which costs several times more on this kind of VM.
         let file = client.file("large")
-        let protdWrite = throughput(try await Stopwatch.sample(options.repetitions, setup: { try await Self.deleteIfPresent(file) }) {
+        let protdWrite = throughput(try await Stopwatch.sample(options.repetitions,
+                                                               setup: { try await Self.deleteIfPresent(file) }) {
             peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
                 try await file.write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
                                      protection: .completeUntilFirstUserAuthentication, durable: false)

@@ -65,9 +65,9 @@ struct FscryptHelper: ParsableCommand {
         guard fd >= 0 else { throw Unavailable("open \(path)", errno: errno) }
         defer { close(fd) }
         for _ in 0..<count {
-            guard piece.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == piece.count else {
-                throw Unavailable("write \(path)", errno: errno)
-            }
+            let written = piece.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            guard written >= 0 else { throw Unavailable("write \(path)", errno: errno) }
+            guard written == piece.count else { throw Unavailable("write \(path): \(written) of \(piece.count) bytes written") }
         }
         guard fsync(fd) == 0 else { throw Unavailable("fsync \(path)", errno: errno) }
         return Double(count) / seconds(since: start)
@@ -79,7 +79,9 @@ struct FscryptHelper: ParsableCommand {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw Unavailable("open \(path)", errno: errno) }
         defer { close(fd) }
-        guard posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0 else { throw Unavailable("posix_fadvise \(path)", errno: errno) }
+        // posix_fadvise returns its error rather than setting errno.
+        let advised = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+        guard advised == 0 else { throw Unavailable("posix_fadvise \(path)", errno: advised) }
         var buffer = [UInt8](repeating: 0, count: pieceSize)
         var total = 0
         let start = ContinuousClock.now

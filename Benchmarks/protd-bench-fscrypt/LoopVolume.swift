@@ -5,7 +5,7 @@ import Glibc
 /// An ext4 with the encrypt feature on a loop device, mounted on /mnt in
 /// this process's own mount namespace: nobody else sees it, and when the
 /// process ends, however it ends, the mount, the loop device and the
-/// (already unlinked) image go with it.
+/// image (unlinked before it is formatted) go with it.
 struct LoopVolume {
     /// Where the ext4 is mounted, in this process's namespace only.
     let mountPoint = "/mnt"
@@ -13,7 +13,8 @@ struct LoopVolume {
     /// Makes, formats and mounts an image with room for a `sizeMiB` file in `directory`.
     init(directory: String, sizeMiB: Int) throws {
         guard geteuid() == 0 else { throw Unavailable("needs root, to loop-mount an ext4") }
-        // Before any thread starts: a process with threads cannot unshare its mount namespace.
+        // Only the calling thread moves to the new namespace: this one, which
+        // also starts mkfs and mount below.
         guard protd_unshare_mounts() == 0 else {
             throw Unavailable("cannot make a private mount namespace of its own", errno: errno)
         }
@@ -21,17 +22,33 @@ struct LoopVolume {
         guard FileManager.default.fileExists(atPath: mountPoint, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw Unavailable("no \(mountPoint) directory to mount the ext4 on")
         }
-        let image = directory + "/protd-bench-fscrypt-\(getpid()).img"
-        let fd = open(image, O_RDWR | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw Unavailable("cannot create \(image)", errno: errno) }
-        defer { unlink(image) }
-        // Room for the file, ext4's journal and tables, and slack; sparse until written.
-        let imageBytes = off_t(sizeMiB + sizeMiB / 4 + 64) << 20
-        let sized = ftruncate(fd, imageBytes)
-        close(fd)
-        guard sized == 0 else { throw Unavailable("cannot size \(image)", errno: errno) }
-        try Self.run("mkfs.ext4", ["-q", "-F", "-O", "encrypt", image], package: "e2fsprogs")
-        try Self.run("mount", ["-o", "loop", image, mountPoint], package: "mount")
+        let image = try Self.anonymousImage(in: directory, bytes: off_t(sizeMiB + sizeMiB / 4 + 64) << 20)
+        defer { close(image) }
+        // The tools reach the unlinked image through this process's descriptor.
+        let path = "/proc/\(getpid())/fd/\(image)"
+        // Inode tables and journal zeroed now, not by ext4lazyinit during the timed writes.
+        try Self.run("mkfs.ext4", ["-q", "-F", "-O", "encrypt", "-E", "lazy_itable_init=0,lazy_journal_init=0", path],
+                     package: "e2fsprogs")
+        try Self.run("mount", ["-o", "loop", path, mountPoint], package: "mount")
+    }
+
+    /// A sparse file of `bytes` in `directory`, unlinked at once: nothing is
+    /// left behind however this process ends, and the space is freed once
+    /// the descriptor and the loop device let go of it.
+    private static func anonymousImage(in directory: String, bytes: off_t) throws -> Int32 {
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY)
+        guard directoryFD >= 0 else { throw Unavailable("cannot open \(directory)", errno: errno) }
+        defer { close(directoryFD) }
+        let name = "protd-bench-fscrypt-\(getpid()).img"
+        let fd = openat(directoryFD, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Unavailable("cannot create \(directory)/\(name)", errno: errno) }
+        unlinkat(directoryFD, name, 0)
+        guard ftruncate(fd, bytes) == 0 else {
+            let code = errno
+            close(fd)
+            throw Unavailable("cannot size an image of \(bytes >> 20) MiB in \(directory)", errno: code)
+        }
+        return fd
     }
 
     /// A new directory with an fscrypt v2 policy (AES-256-XTS contents)

@@ -51,8 +51,9 @@ struct FscryptComparison {
                            + "to a loop device; fsync included, because fscrypt encrypts when the pages are written "
                            + "back; the kernel's xts(aes) driver here: \(driver)"))
         report.add(Row(workload: label, measure: "fscrypt read (ext4 on a loop device, cold)", unit: "MiB/s", sample: read,
-                       note: "after POSIX_FADV_DONTNEED, so the kernel reads the blocks back and decrypts them "
-                           + "(a warm read comes from the page cache, already decrypted)"))
+                       note: "after POSIX_FADV_DONTNEED, so the kernel reads the blocks back through the loop device "
+                           + "(from the image's own cached pages when \(options.dir) is a tmpfs) and decrypts them; "
+                           + "a warm read comes from the page cache, already decrypted"))
         report.add(Row(workload: label, measure: "plain ext4 on the same loop device, write (fsync)", unit: "MiB/s",
                        sample: Sample(values: rates["plain write"]!),
                        note: "the same file in an unencrypted directory beside it: what ext4 and the loop device cost"))

@@ -67,7 +67,8 @@ struct SubscriberProcess: AsyncParsableCommand {
     }
 
     /// Registers an observer per client that notes and acknowledges every
-    /// will-become-unavailable event, says `ready`, and waits for the end.
+    /// will-become-unavailable event and notes every did-become-available
+    /// one, says `ready`, and waits for the end.
     private func observe(_ clients: [DataProtectionClient], log: DeliveryLog) async throws -> Never {
         var observations: [EventObservation] = []
         for client in clients {
@@ -92,7 +93,8 @@ struct SubscriberProcess: AsyncParsableCommand {
     }
 
     /// Iterates each client's events in a task of its own, says `ready`,
-    /// then notes and acknowledges every will-become-unavailable event.
+    /// then notes and acknowledges every will-become-unavailable event and
+    /// notes every did-become-available one.
     private func iterate(_ clients: [DataProtectionClient], log: DeliveryLog) async throws {
         try await withThrowingDiscardingTaskGroup { group in
             let (registered, registration) = AsyncStream.makeStream(of: Void.self)

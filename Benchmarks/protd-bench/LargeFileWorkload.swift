@@ -34,7 +34,7 @@ struct LargeFileWorkload {
         // all of it, which costs several times more on this kind of VM.
         let file = client.file("large")
         let protdWrite = throughput(try await Stopwatch.sample(options.repetitions,
-                                                               setup: { try await Self.deleteIfPresent(file) }) {
+                                                               setup: { try await cpu.excluding { try await Self.deleteIfPresent(file) } }) {
             peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
                 try await file.write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
                                      protection: .completeUntilFirstUserAuthentication, durable: false)

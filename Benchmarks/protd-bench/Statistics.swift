@@ -159,6 +159,15 @@ struct CPUAccount {
                          client: 1000 * (clientNow - clientStart) / mebibytes)
     }
 
+    /// Runs `body` without counting the CPU either side spends in it.
+    mutating func excluding(_ body: () async throws -> Void) async rethrows {
+        let daemonBefore = Self.cpuSeconds(daemon)
+        let clientBefore = Self.cpuSeconds(getpid())
+        try await body()
+        daemonStart += Self.cpuSeconds(daemon) - daemonBefore
+        clientStart += Self.cpuSeconds(getpid()) - clientBefore
+    }
+
     /// User plus system CPU seconds of `pid` (NaN when it cannot be read).
     private static func cpuSeconds(_ pid: Int32) -> Double { ProcessStat(pid: pid)?.cpuSeconds ?? .nan }
 }

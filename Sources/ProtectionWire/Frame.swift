@@ -103,7 +103,7 @@ extension Frame {
     }
 
     /// The frame's wire form in a buffer of its own, to send as it is
-    /// (an event frame, the same bytes for every subscriber).
+    /// (past `FrameWriter`).
     public func encoded() -> ByteBuffer {
         var buffer = ByteBufferAllocator().buffer(capacity: Frame.prefixByteCount + body.readableBytes)
         encode(into: &buffer)

@@ -27,7 +27,25 @@ final class SubscriberFleet {
     private let subscribers: Int
     private let processes: [Process]
     private let input: FileHandle
-    private var lines: AsyncStream<String?>.Iterator
+    private var news: AsyncStream<News>.Iterator
+    /// Feeds `news`; kept for the watchdog of each wait.
+    private let newsFeed: AsyncStream<News>.Continuation
+    /// Numbers the waits, so a watchdog that fires too late is told apart.
+    private var waits: UInt64 = 0
+
+    /// The longest a wait for the children's next line may take (launching
+    /// 1,000 subscribers takes a few seconds).
+    static let patience: Duration = .seconds(120)
+
+    /// What the children's output says next.
+    private enum News: Sendable {
+        /// A line they wrote.
+        case line(String)
+        /// One of them failed, or all of them exited.
+        case ended
+        /// The watchdog of the wait with this number fired.
+        case silence(UInt64)
+    }
 
     /// Starts the processes for `subscribers` and returns once every
     /// subscriber is subscribed and listening. `arguments` go to every
@@ -42,7 +60,7 @@ final class SubscriberFleet {
         let count = (subscribers + subscribersPerProcess - 1) / subscribersPerProcess
         let input = Pipe()
         let output = Pipe()
-        let (stream, continuation) = AsyncStream.makeStream(of: String?.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: News.self)
         forwardLines(of: output, to: continuation)
         var processes: [Process] = []
         for index in 0..<count {
@@ -55,7 +73,7 @@ final class SubscriberFleet {
             process.standardOutput = output.fileHandleForWriting
             // A child that fails leaves the others' output open: say so at once instead of waiting forever.
             process.terminationHandler = { child in
-                if child.terminationReason != .exit || child.terminationStatus != 0 { continuation.yield(nil) }
+                if child.terminationReason != .exit || child.terminationStatus != 0 { continuation.yield(.ended) }
             }
             try process.run()
             processes.append(process)
@@ -65,7 +83,7 @@ final class SubscriberFleet {
         try output.fileHandleForWriting.close()
         let fleet = SubscriberFleet(origin: origin, subscribers: subscribers, processes: processes,
                                     input: input.fileHandleForWriting,
-                                    lines: stream.makeAsyncIterator())
+                                    news: stream.makeAsyncIterator(), newsFeed: continuation)
         for _ in 0..<count {
             let words = try await fleet.nextLine()
             guard words == ["ready"] else { throw ChildFailed(description: "expected ready, got \(words)") }
@@ -74,12 +92,13 @@ final class SubscriberFleet {
     }
 
     private init(origin: ContinuousClock.Instant, subscribers: Int, processes: [Process], input: FileHandle,
-                 lines: AsyncStream<String?>.Iterator) {
+                 news: AsyncStream<News>.Iterator, newsFeed: AsyncStream<News>.Continuation) {
         self.origin = origin
         self.subscribers = subscribers
         self.processes = processes
         self.input = input
-        self.lines = lines
+        self.news = news
+        self.newsFeed = newsFeed
     }
 
     /// When every subscriber received the next will-become-unavailable
@@ -117,21 +136,41 @@ final class SubscriberFleet {
         for process in processes { process.waitUntilExit() }
     }
 
+    /// The children's next line, split into words; throws when one of them
+    /// failed or none of them said anything for `patience`.
     private func nextLine() async throws -> [Substring] {
-        guard let line = await lines.next(), let text = line else {
-            stop()
-            let statuses = processes.map { "\($0.terminationStatus)" }.joined(separator: ", ")
-            throw ChildFailed(description: "a subscriber process failed (exit statuses \(statuses)); see its output above")
+        waits += 1
+        let wait = waits
+        let feed = newsFeed
+        let patience = Self.patience
+        let watchdog = Task {
+            try await Task.sleep(for: patience)
+            feed.yield(.silence(wait))
         }
-        return text.split(separator: " ")
+        defer { watchdog.cancel() }
+        while true {
+            switch await news.next() {
+            case .line(let text)?:
+                return text.split(separator: " ")
+            case .silence(let fired)? where fired != wait:
+                continue  // an earlier wait's watchdog, come too late
+            case .silence?:
+                stop()
+                throw ChildFailed(description: "the subscriber processes said nothing for \(Self.patience)")
+            case .ended?, nil:
+                stop()
+                let statuses = processes.map { "\($0.terminationStatus)" }.joined(separator: ", ")
+                throw ChildFailed(description: "a subscriber process failed (exit statuses \(statuses)); see its output above")
+            }
+        }
     }
 
     /// Feeds each complete line `pipe` delivers into `continuation`, then
-    /// nil when the output ends (every child exited). A thread blocked in
+    /// `.ended` when the output ends (every child exited). A thread blocked in
     /// read(2), not `readabilityHandler`: tearing down that handler's
     /// dispatch read source can crash libdispatch's epoll bookkeeping on
     /// Linux (swift-corelibs-libdispatch issue 949), and did, in CI.
-    private static func forwardLines(of pipe: Pipe, to continuation: AsyncStream<String?>.Continuation) {
+    private static func forwardLines(of pipe: Pipe, to continuation: AsyncStream<News>.Continuation) {
         let handle = pipe.fileHandleForReading
         let reader = Thread {
             // The closure holds `handle`, so its descriptor stays open until the loop ends.
@@ -141,9 +180,9 @@ final class SubscriberFleet {
                 let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 guard count > 0 else { break }
-                for line in splitter.lines(appending: Data(buffer[..<count])) { continuation.yield(line) }
+                for line in splitter.lines(appending: Data(buffer[..<count])) { continuation.yield(.line(line)) }
             }
-            continuation.yield(nil)
+            continuation.yield(.ended)
             continuation.finish()
         }
         reader.start()

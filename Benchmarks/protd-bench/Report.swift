@@ -64,8 +64,8 @@ final class Report {
             Produced by `\(command)` on \(machine["date"] ?? "?"). Rerun with `make bench` (see `make bench ARGS=--help`).
             Every figure is the median of several runs, with min..max; comparisons are ratios against baselines
             measured in the same invocation. The client (protd-bench) and the daemon share the machine's cores,
-            so protd figures include the client's own work; peers (age, gocryptfs, plain files) are driven the
-            same way from the same process or as child processes.
+            so protd figures include the client's own work; peers (age, gocryptfs, kernel fscrypt, plain files)
+            are driven the same way from the same process or as child processes.
 
             ## Machine
 

@@ -133,7 +133,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "protd-bench-fscrypt",
-            dependencies: ["CFscrypt", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["CFscrypt", "ProtectionTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Benchmarks/protd-bench-fscrypt",
             swiftSettings: strictSettings
         ),

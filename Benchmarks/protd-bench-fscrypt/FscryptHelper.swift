@@ -2,6 +2,7 @@ import ArgumentParser
 import CFscrypt
 import Foundation
 import Glibc
+import ProtectionTestSupport
 
 /// protd-bench-fscrypt: kernel fscrypt's side of protd-bench's large-file
 /// comparison, in a process of its own (started by protd-bench, as root).
@@ -92,11 +93,6 @@ struct FscryptHelper: ParsableCommand {
             total += count
         }
         return Double(total) / Double(1 << 20) / seconds(since: start)
-    }
-
-    private static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let (whole, fraction) = start.duration(to: .now).components
-        return Double(whole) + Double(fraction) / 1e18
     }
 
     /// Writes one line to stdout at once (a pipe: `print` would hold it).

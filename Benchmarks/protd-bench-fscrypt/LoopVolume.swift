@@ -1,6 +1,7 @@
 import CFscrypt
 import Foundation
 import Glibc
+import ProtectionTestSupport
 
 /// An ext4 with the encrypt feature on a loop device, mounted on /mnt in
 /// this process's own mount namespace: nobody else sees it, and when the
@@ -82,18 +83,10 @@ struct LoopVolume {
             + ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
         guard let executable = directories.map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile)
         else { throw Unavailable("\(tool) is not installed (apt-get install \(package))") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let result = try CommandRunner.run(executable, arguments)
+        guard result.status == 0 else {
             throw Unavailable("\(tool) \(arguments.joined(separator: " ")) failed: "
-                              + text.trimmingCharacters(in: .whitespacesAndNewlines))
+                              + (result.stderr + result.stdout).trimmingCharacters(in: .whitespacesAndNewlines))
         }
     }
 }

@@ -411,12 +411,6 @@ struct DataPathCosts {
     func throughput(millisecondsPerMiB: Double) -> Double { Double(cores) * 1000 / millisecondsPerMiB }
 }
 
-/// Seconds since `start`.
-func seconds(since start: ContinuousClock.Instant) -> Double {
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-}
-
 /// The same chunk `count` times, produced lazily.
 struct RepeatedChunks: AsyncSequence, Sendable {
     typealias Element = [UInt8]

@@ -1,4 +1,5 @@
 import Foundation
+import ProtectionTestSupport
 import ProtectionWire
 
 /// The cost of moving bytes across a Unix stream socket, with nothing else:

@@ -12,14 +12,24 @@ struct StreamReceiver: EventReceiver {
     let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
 
     func deliver(_ frames: [ByteBuffer]) {
-        for var bytes in frames {
-            var decoder = FrameDecoder(maximumFrameLength: .max)
-            guard let frame = try? decoder.decode(buffer: &bytes), bytes.readableBytes == 0 else {
+        for bytes in frames {
+            guard let frame = Frame(wholeFrame: bytes) else {
                 continuation.finish()
                 return
             }
             continuation.yield(frame)
         }
+    }
+}
+
+extension Frame {
+    /// The frame `bytes` hold (an event sink's output), or nil unless they
+    /// are exactly one whole frame.
+    init?(wholeFrame bytes: ByteBuffer) {
+        var bytes = bytes
+        var decoder = FrameDecoder(maximumFrameLength: .max)
+        guard let frame = try? decoder.decode(buffer: &bytes), bytes.readableBytes == 0 else { return nil }
+        self = frame
     }
 }
 

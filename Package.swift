@@ -155,7 +155,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SodiumTests",
-            dependencies: ["Sodium"],
+            dependencies: ["Sodium", "CSodium"],
             swiftSettings: strictSettings
         ),
         .testTarget(

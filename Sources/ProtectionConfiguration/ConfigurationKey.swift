@@ -112,6 +112,10 @@ extension ConfigurationKey {
         "storage.segment-size", "BYTES", type: "integer", default: "\(defaults.segmentSize)",
         expected: "an integer number of bytes from 1024 to 16777216",
         help: "Plaintext bytes per encrypted segment of new files.")
+    static let cipher = Self(
+        "storage.cipher", "NAME", type: "cipher name", default: "auto",
+        expected: "auto, xchacha20-poly1305 or aes-256-gcm (aes-256-gcm only on a CPU with AES-NI and PCLMUL)",
+        help: "Cipher of new files' segments; auto is aes-256-gcm where the CPU has AES-NI, else xchacha20-poly1305.")
     static let logLevel = Self(
         "log.level", "LEVEL", type: "log level", default: defaults.logLevel.rawValue,
         expected: "one of trace, debug, info, notice, warning, error, critical",
@@ -134,7 +138,7 @@ extension ConfigurationKey {
         socketPath, socketMode, socketGroup, stateDirectory, deviceKeyFile,
         gracePeriod, adminGroup,
         argon2Operations, argon2MemoryKiB, failedAttemptDelays, eraseAfterFailedAttempts,
-        segmentSize, logLevel,
+        segmentSize, cipher, logLevel,
         maxFrameBytes, maxConnections, maxOpenHandlesPerConnection,
     ]
 

@@ -205,6 +205,7 @@ struct Reader {
         if let value = try single(.segmentSize, ValueParsing.integer(in: limits.segmentSizes)) {
             configuration.segmentSize = value
         }
+        if let value = try single(.cipher, ValueParsing.cipher) { configuration.cipher = value }
         if let value = try single(.logLevel, ValueParsing.logLevel) { configuration.logLevel = value }
         if let value = try single(.maxFrameBytes, ValueParsing.integer(in: limits.minimumFrameBytes...limits.maximumFrameBytes)) {
             configuration.maxFrameBytes = value

@@ -50,6 +50,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Key `storage.segment-size` (integer bytes, default 65536, 1024 to
     /// 16 MiB): plaintext bytes per encrypted segment of new files.
     public var segmentSize: Int
+    /// Key `storage.cipher` (`auto`, `xchacha20-poly1305` or `aes-256-gcm`;
+    /// default `auto`, which is `nil` here): the cipher of new files'
+    /// segments. `auto` takes AES-256-GCM where the CPU has AES-NI and
+    /// PCLMUL (`ContentCipher.preferred`), else XChaCha20-Poly1305.
+    public var cipher: ContentCipher?
     /// Key `log.level` (one of `trace`, `debug`, `info`, `notice`, `warning`,
     /// `error`, `critical`; default `info`): least severe level logged.
     public var logLevel: Logger.Level
@@ -76,6 +81,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         passcodeCost: Argon2id.Cost = .interactive,
         failedAttemptPolicy: FailedAttemptPolicy = .standard,
         segmentSize: Int = 65_536,
+        cipher: ContentCipher? = nil,
         logLevel: Logger.Level = .info,
         maxFrameBytes: Int = 1_048_576 + 1024,
         maxConnections: Int = 256,
@@ -91,6 +97,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         self.passcodeCost = passcodeCost
         self.failedAttemptPolicy = failedAttemptPolicy
         self.segmentSize = segmentSize
+        self.cipher = cipher
         self.logLevel = logLevel
         self.maxFrameBytes = maxFrameBytes
         self.maxConnections = maxConnections

@@ -1,3 +1,4 @@
+internal import ProtectionCore
 internal import Logging
 
 /// Turns the text of one value into its typed form, or `nil` when the text
@@ -99,6 +100,13 @@ enum ValueParsing {
             delays.append(delay)
         }
         return delays
+    }
+
+    /// `auto` (`nil` inside) or the name of a content cipher this CPU runs.
+    static func cipher(_ text: String) -> ContentCipher?? {
+        if text == "auto" { return .some(nil) }
+        guard let cipher = ContentCipher(name: text), cipher.isAvailable else { return nil }
+        return cipher
     }
 
     /// A log level name, any case.

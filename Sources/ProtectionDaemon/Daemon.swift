@@ -24,7 +24,8 @@ public final class Daemon: Service {
             deviceSecret: configuration.deviceSecretSource(environment: environment),
             passcodeCost: configuration.passcodeCost,
             failedAttemptPolicy: configuration.failedAttemptPolicy,
-            segmentSize: configuration.segmentSize)
+            segmentSize: configuration.segmentSize,
+            cipher: configuration.cipher ?? .preferred)
         store = try ProtectedStore(configuration: storeConfiguration)
         hub = EventHub()
         lockController = LockController(store: store, hub: hub, defaultGrace: configuration.gracePeriod, logger: logger)

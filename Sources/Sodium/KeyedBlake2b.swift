@@ -44,14 +44,17 @@ public enum KeyedBlake2b {
         try joined.withUnsafeBytes { try hash(key: key, buffers: [$0], into: out) }
     }
 
-    private static func hash(key: SecretBytes, buffers: [UnsafeRawBufferPointer], into out: UnsafeMutableRawBufferPointer) throws {
+    /// Keyed BLAKE2b of the concatenation of `buffers` into `out` (16 to
+    /// 64 bytes), without copying any of them.
+    static func hash(key: SecretBytes, buffers: [UnsafeRawBufferPointer], into out: UnsafeMutableRawBufferPointer) throws {
         try SodiumRuntime.ensureInitialised()
         guard (Int(crypto_generichash_BYTES_MIN)...Int(crypto_generichash_BYTES_MAX)).contains(out.count),
               (Int(crypto_generichash_KEYBYTES_MIN)...Int(crypto_generichash_KEYBYTES_MAX)).contains(key.count)
         else {
             throw SodiumError(.invalidLength, "BLAKE2b output must be 16-64 bytes and its key 16-64 bytes")
         }
-        try HashStatePool.shared.withState { typed in
+        try GuardedScratchPool.blake2bStates.withScratch { base in
+            let typed = OpaquePointer(base)
             try key.withUnsafeBytes { keyBytes in
                 _ = crypto_generichash_init(typed, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                             keyBytes.count, out.count)
@@ -62,52 +65,5 @@ public enum KeyedBlake2b {
             }
             _ = crypto_generichash_final(typed, out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count)
         }
-    }
-}
-
-/// Guarded memory for BLAKE2b states. A keyed `crypto_generichash_init`
-/// copies the key into the state (as its first block) and the state then
-/// holds values derived from it, so the state is key material: it lives
-/// in `sodium_malloc`'d memory (guard pages, `mlock`, excluded from core
-/// dumps) and is zeroed as soon as the hash is done. A few zeroed states
-/// are kept for the next hashes, left read-write since they hold nothing
-/// between uses: a hash then costs no system call (a fresh guarded
-/// allocation per hash cost about ten, and every file open or create
-/// hashes twice).
-final class HashStatePool: Sendable {
-    static let shared = HashStatePool()
-    /// Zeroed states kept at most; beyond that they are freed.
-    static let keptStates = 8
-    /// The state's size rounded up to its 64-byte alignment: `sodium_malloc`
-    /// puts an allocation right before a guard page, so its start is
-    /// aligned only as far as its size is.
-    static let stateByteCount = (crypto_generichash_statebytes() + 63) & ~63
-
-    private let free = Mutex<[GuardedRegion]>([])
-
-    /// Lends a zeroed state for `body`, zeroing it again after.
-    func withState<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
-        let region = try free.withLock { $0.popLast() } ?? Self.makeState()
-        defer {
-            sodium_memzero(region.base, region.byteCount)
-            free.withLock { states in
-                if states.count < Self.keptStates { states.append(region) }
-            }
-        }
-        return try body(OpaquePointer(region.base))
-    }
-
-    private static func makeState() throws -> GuardedRegion {
-        let region = try GuardedRegion(byteCount: stateByteCount)
-        precondition(Int(bitPattern: region.base) % 64 == 0, "BLAKE2b state must be 64-byte aligned")
-        // Read-write for good: it holds zeros whenever it is not in use.
-        region.beginWrite()
-        return region
-    }
-
-    /// Runs `body` on the states kept for reuse, with nobody able to take
-    /// one meanwhile (a test hook).
-    func withKeptStatesForTesting<R: Sendable>(_ body: ([GuardedRegion]) -> R) -> R {
-        free.withLock { body($0) }
     }
 }

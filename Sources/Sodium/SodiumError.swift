@@ -17,6 +17,8 @@ public struct SodiumError: Error, Sendable, Equatable, CustomStringConvertible {
         case keyDerivationFailed
         /// A key-derivation cost outside libsodium's allowed range.
         case invalidCost
+        /// The CPU lacks what the algorithm needs (AES-256-GCM: AES-NI).
+        case unsupportedCPU
     }
 
     /// What kind of failure happened.

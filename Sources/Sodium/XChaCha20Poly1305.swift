@@ -3,13 +3,14 @@ internal import CSodium
 /// XChaCha20-Poly1305-IETF authenticated encryption (libsodium's
 /// `crypto_aead_xchacha20poly1305_ietf_*`), with a 24-byte nonce that is
 /// safe to pick at random for every message.
-public enum XChaCha20Poly1305 {
+public enum XChaCha20Poly1305: RandomNonceAEAD {
     /// Key length in bytes.
     public static let keyByteCount = 32
     /// Nonce length in bytes.
     public static let nonceByteCount = 24
     /// Authentication tag length in bytes.
     public static let tagByteCount = 16
+    private static let name = "XChaCha20-Poly1305"
 
     /// Encrypts `plaintext` into `output`, which must hold exactly
     /// `plaintext.count + tagByteCount` bytes (ciphertext then tag).
@@ -20,10 +21,7 @@ public enum XChaCha20Poly1305 {
         key: SecretBytes,
         into output: UnsafeMutableRawBufferPointer
     ) throws {
-        try checkLengths(key: key, nonce: nonce)
-        guard output.count == plaintext.count + tagByteCount else {
-            throw SodiumError(.invalidLength, "ciphertext buffer must be plaintext length plus \(tagByteCount)")
-        }
+        try RandomNonceAEADChecks.checkSeal(name, key: key, nonce: nonce, plaintext: plaintext.count, output: output.count)
         try key.withUnsafeBytes { keyBytes in
             _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
                 output.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
@@ -45,10 +43,7 @@ public enum XChaCha20Poly1305 {
         key: SecretBytes,
         into output: UnsafeMutableRawBufferPointer
     ) throws {
-        try checkLengths(key: key, nonce: nonce)
-        guard ciphertext.count >= tagByteCount, output.count == ciphertext.count - tagByteCount else {
-            throw SodiumError(.invalidLength, "plaintext buffer must be ciphertext length minus \(tagByteCount)")
-        }
+        try RandomNonceAEADChecks.checkOpen(name, key: key, nonce: nonce, ciphertext: ciphertext.count, output: output.count)
         let status = try key.withUnsafeBytes { keyBytes in
             crypto_aead_xchacha20poly1305_ietf_decrypt(
                 output.baseAddress?.assumingMemoryBound(to: UInt8.self), nil,
@@ -58,10 +53,7 @@ public enum XChaCha20Poly1305 {
                 nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
                 keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
-        guard status == 0 else {
-            if let base = output.baseAddress { sodium_memzero(base, output.count) }
-            throw SodiumError(.authenticationFailed, "authentication failed: wrong key or tampered data")
-        }
+        guard status == 0 else { throw RandomNonceAEADChecks.authenticationFailed(clearing: output) }
     }
 
     /// Wraps a secret (a key) under `key`: returns `nonce || ciphertext || tag`
@@ -97,16 +89,6 @@ public enum XChaCha20Poly1305 {
                              key: key, into: out)
                 }
             }
-        }
-    }
-
-    private static func checkLengths(key: SecretBytes, nonce: UnsafeRawBufferPointer) throws {
-        try SodiumRuntime.ensureInitialised()
-        guard key.count == keyByteCount else {
-            throw SodiumError(.invalidLength, "an XChaCha20-Poly1305 key is \(keyByteCount) bytes")
-        }
-        guard nonce.count == nonceByteCount else {
-            throw SodiumError(.invalidLength, "an XChaCha20-Poly1305 nonce is \(nonceByteCount) bytes")
         }
     }
 }

@@ -26,6 +26,7 @@ struct LoadingTests {
           erase-after-failed-attempts: 20
         storage:
           segment-size: 4096
+          cipher: xchacha20-poly1305
         log:
           level: warning
         limits:
@@ -41,7 +42,7 @@ struct LoadingTests {
         gracePeriod: .milliseconds(2500), adminGroup: "staff",
         passcodeCost: Argon2id.Cost(operations: 3, memoryBytes: 16 << 20),
         failedAttemptPolicy: try! FailedAttemptPolicy(delaysInSeconds: [0, 5, 10], eraseAfter: 20),
-        segmentSize: 4096, logLevel: .warning,
+        segmentSize: 4096, cipher: .xChaCha20Poly1305, logLevel: .warning,
         maxFrameBytes: 524_288, maxConnections: 8, maxOpenHandlesPerConnection: 16)
 
     @Test("with no file, variables or flags every value is the default")
@@ -58,6 +59,7 @@ struct LoadingTests {
         #expect(configuration.passcodeCost == .interactive)
         #expect(configuration.failedAttemptPolicy == .standard)
         #expect(configuration.segmentSize == 65_536)
+        #expect(configuration.cipher == nil, "auto: the fastest cipher this CPU runs")
         #expect(configuration.logLevel == .info)
         #expect(configuration.maxFrameBytes == 1_049_600)
         #expect(configuration.maxConnections == 256)
@@ -84,7 +86,7 @@ struct LoadingTests {
                 "argon2-operations": 3, "argon2-memory-kib": 16384,
                 "failed-attempt-delays": [0, 5, 10], "erase-after-failed-attempts": 20
               },
-              "storage": {"segment-size": 4096},
+              "storage": {"segment-size": 4096, "cipher": "xchacha20-poly1305"},
               "log": {"level": "warning"},
               "limits": {"max-frame-bytes": 524288, "max-connections": 8, "max-open-handles-per-connection": 16}
             }
@@ -134,7 +136,7 @@ struct LoadingTests {
             "PROTD_LOCK_GRACE_PERIOD_SECONDS": "2.5", "PROTD_LOCK_ADMIN_GROUP": "staff",
             "PROTD_PASSCODE_ARGON2_OPERATIONS": "3", "PROTD_PASSCODE_ARGON2_MEMORY_KIB": "16384",
             "PROTD_PASSCODE_FAILED_ATTEMPT_DELAYS": "0,5,10", "PROTD_PASSCODE_ERASE_AFTER_FAILED_ATTEMPTS": "20",
-            "PROTD_STORAGE_SEGMENT_SIZE": "4096", "PROTD_LOG_LEVEL": "warning",
+            "PROTD_STORAGE_SEGMENT_SIZE": "4096", "PROTD_STORAGE_CIPHER": "xchacha20-poly1305", "PROTD_LOG_LEVEL": "warning",
             "PROTD_LIMITS_MAX_FRAME_BYTES": "524288", "PROTD_LIMITS_MAX_CONNECTIONS": "8",
             "PROTD_LIMITS_MAX_OPEN_HANDLES_PER_CONNECTION": "16",
         ])
@@ -149,7 +151,7 @@ struct LoadingTests {
             "--lock-grace-period-seconds", "2.5", "--lock-admin-group", "staff",
             "--passcode-argon2-operations", "3", "--passcode-argon2-memory-kib", "16384",
             "--passcode-failed-attempt-delays", "0", "5", "10", "--passcode-erase-after-failed-attempts", "20",
-            "--storage-segment-size", "4096", "--log-level", "warning",
+            "--storage-segment-size", "4096", "--storage-cipher", "xchacha20-poly1305", "--log-level", "warning",
             "--limits-max-frame-bytes", "524288", "--limits-max-connections", "8",
             "--limits-max-open-handles-per-connection", "16",
         ])

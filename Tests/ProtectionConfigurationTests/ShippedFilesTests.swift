@@ -16,7 +16,7 @@ struct ShippedFilesTests {
         "socket.path", "socket.mode", "socket.group", "state.directory", "device-key.file",
         "lock.grace-period-seconds", "lock.admin-group", "passcode.argon2-operations",
         "passcode.argon2-memory-kib", "passcode.failed-attempt-delays",
-        "passcode.erase-after-failed-attempts", "storage.segment-size", "log.level",
+        "passcode.erase-after-failed-attempts", "storage.segment-size", "storage.cipher", "log.level",
         "limits.max-frame-bytes", "limits.max-connections", "limits.max-open-handles-per-connection",
     ])
     func productionFileSetsKey(key: String) async throws {
@@ -107,6 +107,7 @@ struct UsageTests {
             ("passcode.erase-after-failed-attempts", "--passcode-erase-after-failed-attempts",
              "PROTD_PASSCODE_ERASE_AFTER_FAILED_ATTEMPTS", "0"),
             ("storage.segment-size", "--storage-segment-size", "PROTD_STORAGE_SEGMENT_SIZE", "65536"),
+            ("storage.cipher", "--storage-cipher", "PROTD_STORAGE_CIPHER", "auto"),
             ("log.level", "--log-level", "PROTD_LOG_LEVEL", "info"),
             ("limits.max-frame-bytes", "--limits-max-frame-bytes", "PROTD_LIMITS_MAX_FRAME_BYTES", "1049600"),
             ("limits.max-connections", "--limits-max-connections", "PROTD_LIMITS_MAX_CONNECTIONS", "256"),

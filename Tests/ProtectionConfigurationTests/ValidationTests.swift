@@ -40,6 +40,8 @@ struct ValidationTests {
         BadValue(key: "passcode.erase-after-failed-attempts", flag: "--passcode-erase-after-failed-attempts", value: "-1"),
         BadValue(key: "storage.segment-size", flag: "--storage-segment-size", value: "512"),
         BadValue(key: "storage.segment-size", flag: "--storage-segment-size", value: "64k"),
+        BadValue(key: "storage.cipher", flag: "--storage-cipher", value: "aes"),
+        BadValue(key: "storage.cipher", flag: "--storage-cipher", value: "AES-256-GCM"),
         BadValue(key: "limits.max-frame-bytes", flag: "--limits-max-frame-bytes", value: "1024"),
         BadValue(key: "limits.max-connections", flag: "--limits-max-connections", value: "0"),
         BadValue(key: "limits.max-open-handles-per-connection", flag: "--limits-max-open-handles-per-connection", value: "0"),

@@ -9,11 +9,11 @@ struct RandomAccessPropertyTests {
     static let segment = 1024
     static let startSizes = [0, 1, segment - 1, segment, segment + 1, 3 * segment + 17, 5 * segment]
 
-    @Test("random operations from each starting size", arguments: startSizes)
-    func randomOperations(startSize: Int) throws {
+    @Test("random operations from each starting size, with each cipher", arguments: StoreFixture.ciphers, startSizes)
+    func randomOperations(cipher: ContentCipher, startSize: Int) throws {
         let seed = UInt64(0xC0FFEE) &+ UInt64(startSize)
         var random = SeededGenerator(seed: seed)
-        let fixture = try StoreFixture(segmentSize: Self.segment)
+        let fixture = try StoreFixture(segmentSize: Self.segment, cipher: cipher)
         let name = fixture.name("model")
         var model = (0..<startSize).map { _ in UInt8.random(in: 0...255, using: &random) }
         try fixture.store.write(model, to: name, in: fixture.namespace)

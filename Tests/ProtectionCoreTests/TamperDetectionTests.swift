@@ -12,8 +12,8 @@ struct TamperDetectionTests {
     static let storedSegment = segmentSize + 40
 
     /// A store with two class C files of 2.5 segments each.
-    private func fixtureWithFiles() throws -> (StoreFixture, String, String) {
-        let fixture = try StoreFixture(segmentSize: Self.segmentSize)
+    private func fixtureWithFiles(_ cipher: ContentCipher) throws -> (StoreFixture, String, String) {
+        let fixture = try StoreFixture(segmentSize: Self.segmentSize, cipher: cipher)
         let content = (0..<(Self.segmentSize * 5 / 2)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         try fixture.store.write(content, to: fixture.name("a"), in: fixture.namespace)
         try fixture.store.write(content.reversed(), to: fixture.name("b"), in: fixture.namespace)
@@ -42,9 +42,9 @@ struct TamperDetectionTests {
         }
     }
 
-    @Test("flipping any single byte of a small file is detected")
-    func everyByteFlip() throws {
-        let fixture = try StoreFixture(segmentSize: Self.segmentSize)
+    @Test("flipping any single byte of a small file is detected", arguments: StoreFixture.ciphers)
+    func everyByteFlip(cipher: ContentCipher) throws {
+        let fixture = try StoreFixture(segmentSize: Self.segmentSize, cipher: cipher)
         try fixture.store.write(Array("small secret".utf8), to: fixture.name("a"), in: fixture.namespace)
         let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/a"
         let original = try load(path)
@@ -59,9 +59,9 @@ struct TamperDetectionTests {
         #expect(try fixture.store.read(fixture.name("a"), in: fixture.namespace) == Array("small secret".utf8))
     }
 
-    @Test("flipping a byte in every segment of a multi-segment file is detected")
-    func flipInEverySegment() throws {
-        let (fixture, path, _) = try fixtureWithFiles()
+    @Test("flipping a byte in every segment of a multi-segment file is detected", arguments: StoreFixture.ciphers)
+    func flipInEverySegment(cipher: ContentCipher) throws {
+        let (fixture, path, _) = try fixtureWithFiles(cipher)
         let original = try load(path)
         for segment in 0..<3 {
             for offsetInSegment in [0, 23, 24, 100, Self.storedSegment - 1] {
@@ -80,9 +80,9 @@ struct TamperDetectionTests {
         }
     }
 
-    @Test("truncating at and between segment boundaries is detected")
-    func truncation() throws {
-        let (fixture, path, _) = try fixtureWithFiles()
+    @Test("truncating at and between segment boundaries is detected", arguments: StoreFixture.ciphers)
+    func truncation(cipher: ContentCipher) throws {
+        let (fixture, path, _) = try fixtureWithFiles(cipher)
         let original = try load(path)
         let cuts = [0, 1, Self.headerSize - 1, Self.headerSize, Self.headerSize + 39, Self.headerSize + 40,
                     Self.headerSize + Self.storedSegment, Self.headerSize + Self.storedSegment + 1,
@@ -94,9 +94,9 @@ struct TamperDetectionTests {
         }
     }
 
-    @Test("extending a file with extra bytes or a copied segment is detected")
-    func appendedData() throws {
-        let (fixture, path, _) = try fixtureWithFiles()
+    @Test("extending a file with extra bytes or a copied segment is detected", arguments: StoreFixture.ciphers)
+    func appendedData(cipher: ContentCipher) throws {
+        let (fixture, path, _) = try fixtureWithFiles(cipher)
         let original = try load(path)
         try save(original + [0], path)
         expectRejected(fixture, because: "one byte appended")
@@ -105,9 +105,9 @@ struct TamperDetectionTests {
         expectRejected(fixture, because: "segment 0 appended")
     }
 
-    @Test("swapping two segments is detected")
-    func swapSegments() throws {
-        let (fixture, path, _) = try fixtureWithFiles()
+    @Test("swapping two segments is detected", arguments: StoreFixture.ciphers)
+    func swapSegments(cipher: ContentCipher) throws {
+        let (fixture, path, _) = try fixtureWithFiles(cipher)
         var bytes = try load(path)
         let first = Self.headerSize
         let second = Self.headerSize + Self.storedSegment
@@ -118,9 +118,9 @@ struct TamperDetectionTests {
         expectRejected(fixture, because: "segments 0 and 1 swapped")
     }
 
-    @Test("splicing a segment from another file is detected")
-    func spliceFromOtherFile() throws {
-        let (fixture, pathA, pathB) = try fixtureWithFiles()
+    @Test("splicing a segment from another file is detected", arguments: StoreFixture.ciphers)
+    func spliceFromOtherFile(cipher: ContentCipher) throws {
+        let (fixture, pathA, pathB) = try fixtureWithFiles(cipher)
         var a = try load(pathA)
         let b = try load(pathB)
         let range = Self.headerSize..<(Self.headerSize + Self.storedSegment)
@@ -129,9 +129,9 @@ struct TamperDetectionTests {
         expectRejected(fixture, because: "segment 0 from file b")
     }
 
-    @Test("swapping headers between files is detected")
-    func swapHeaders() throws {
-        let (fixture, pathA, pathB) = try fixtureWithFiles()
+    @Test("swapping headers between files is detected", arguments: StoreFixture.ciphers)
+    func swapHeaders(cipher: ContentCipher) throws {
+        let (fixture, pathA, pathB) = try fixtureWithFiles(cipher)
         var a = try load(pathA)
         var b = try load(pathB)
         let headerA = Array(a[..<Self.headerSize])
@@ -143,9 +143,9 @@ struct TamperDetectionTests {
         expectRejected(fixture, "b", because: "header of a on b")
     }
 
-    @Test("a random-access read of a truncated file fails when the file is opened")
-    func rangedReadSeesTruncation() throws {
-        let (fixture, path, _) = try fixtureWithFiles()
+    @Test("a random-access read of a truncated file fails when the file is opened", arguments: StoreFixture.ciphers)
+    func rangedReadSeesTruncation(cipher: ContentCipher) throws {
+        let (fixture, path, _) = try fixtureWithFiles(cipher)
         let original = try load(path)
         try save(Array(original[..<(Self.headerSize + 2 * Self.storedSegment)]), path)
         let error = #expect(throws: ProtectionError.self) {

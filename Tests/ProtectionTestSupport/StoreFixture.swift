@@ -16,12 +16,17 @@ public final class StoreFixture: @unchecked Sendable {
     /// The namespace tests use by default.
     public let namespace = Namespace(uid: 1000)
 
-    /// Opens a fresh store; `segmentSize` defaults to the format's 64 KiB.
-    public init(segmentSize: Int = 64 * 1024, policy: FailedAttemptPolicy = .standard) throws {
+    /// Every content cipher this CPU runs, for tests that cover each.
+    public static let ciphers = ContentCipher.allCases.filter(\.isAvailable)
+
+    /// Opens a fresh store; `segmentSize` defaults to the format's 64 KiB
+    /// and `cipher` to the fastest this CPU runs.
+    public init(segmentSize: Int = 64 * 1024, policy: FailedAttemptPolicy = .standard,
+                cipher: ContentCipher = .preferred) throws {
         directory = try TemporaryDirectory("store")
         clock = ManualWallClock()
         configuration = StoreConfiguration(stateDirectory: directory.path, passcodeCost: .minimum,
-                                           failedAttemptPolicy: policy, segmentSize: segmentSize)
+                                           failedAttemptPolicy: policy, segmentSize: segmentSize, cipher: cipher)
         store = try ProtectedStore(configuration: configuration, clock: clock)
     }
 

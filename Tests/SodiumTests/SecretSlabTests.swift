@@ -341,16 +341,16 @@ struct HashStateTests {
             for index in buffer.indices { buffer[index] = 0xA5 }
         }
         for _ in 0..<3 { _ = try KeyedBlake2b.mac(key: key, parts: [[1, 2, 3]]) }
-        let (kept, allGuardedAndZero) = HashStatePool.shared.withKeptStatesForTesting { states in
+        let (kept, allGuardedAndZero) = GuardedScratchPool.blake2bStates.withKeptScratchesForTesting { states in
             (states.count, states.allSatisfy { state in
-                state.byteCount >= HashStatePool.stateByteCount
+                state.byteCount >= GuardedScratchPool.blake2bStates.byteCount
                     && Int(bitPattern: state.base) % 64 == 0
                     && state.protection == .readWrite
                     && UnsafeRawBufferPointer(start: state.base, count: state.byteCount).allSatisfy { $0 == 0 }
             })
         }
         #expect(kept >= 1)
-        #expect(kept <= HashStatePool.keptStates)
+        #expect(kept <= GuardedScratchPool.keptScratches)
         #expect(allGuardedAndZero)
     }
 }

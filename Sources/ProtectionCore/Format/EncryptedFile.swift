@@ -37,9 +37,9 @@ final class EncryptedFile {
     /// `protection` with the keys in `keys`. On success the file owns
     /// `fd`; on failure the caller still does.
     static func create(
-        fd: Int32, path: String, protection: ProtectionClass, segmentSize: Int, keys: ClassKeys
+        fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, keys: ClassKeys
     ) throws -> EncryptedFile {
-        let (key, header) = try FileKey.newFile(protection: protection, segmentSize: segmentSize, keys: keys)
+        let (key, header) = try FileKey.newFile(protection: protection, format: format, keys: keys)
         try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
         let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0)
         defer { file.releaseBuffers() }

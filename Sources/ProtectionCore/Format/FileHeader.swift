@@ -5,7 +5,7 @@ internal import Sodium
 /// ```
 /// 0   4  magic "PDFE"        7   1  wrapped-key length L (72 or 80)
 /// 4   1  format version (1)  8   4  segment size, little endian
-/// 5   1  algorithm (1)       12  16 file id
+/// 5   1  algorithm (1, 2)     12  16 file id
 /// 6   1  protection class    28  80 wrapped file key (L bytes, zero padded)
 /// 108 32 header tag: keyed BLAKE2b-256 over bytes 0..<108
 /// ```
@@ -21,13 +21,7 @@ struct FileHeader: Equatable {
     /// Bytes 0..<28: what a symmetric key wrap is bound to.
     static let wrapBindingByteCount = 28
 
-    /// The content cipher. Only XChaCha20-Poly1305 is defined; the id
-    /// leaves room for AES-256-GCM.
-    enum Algorithm: UInt8 {
-        case xChaCha20Poly1305 = 1
-    }
-
-    var algorithm: Algorithm
+    var algorithm: ContentCipher
     var protection: ProtectionClass
     var segmentSize: Int
     var fileID: [UInt8]
@@ -65,7 +59,7 @@ struct FileHeader: Equatable {
         guard version == formatVersion else {
             throw ProtectionError.integrity("unsupported file format version \(version)")
         }
-        guard let algorithm = Algorithm(rawValue: reader.readLittleEndian()!) else {
+        guard let algorithm = ContentCipher(rawValue: reader.readLittleEndian()!) else {
             throw ProtectionError.integrity("unknown content algorithm")
         }
         guard let protection = ProtectionClass(rawValue: reader.readLittleEndian()!) else {

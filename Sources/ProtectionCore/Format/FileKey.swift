@@ -6,22 +6,30 @@ internal import Sodium
 final class FileKey: Sendable {
     private static let headerKeyLabel = Array("protd.file.header-tag.v1".utf8)
     private let secret: SecretBytes
+    /// The cipher of the file's segments (from its header).
+    let cipher: ContentCipher
 
-    private init(_ secret: SecretBytes) { self.secret = secret }
+    private init(_ secret: SecretBytes, cipher: ContentCipher) {
+        self.secret = secret
+        self.cipher = cipher
+    }
 
-    /// A fresh random key.
-    static func generate() throws -> FileKey {
-        FileKey(try SecretBytes.random(count: XChaCha20Poly1305.keyByteCount))
+    /// A fresh random key for segments sealed with `cipher`.
+    static func generate(cipher: ContentCipher) throws -> FileKey {
+        FileKey(try SecretBytes.random(count: XChaCha20Poly1305.keyByteCount), cipher: cipher)
     }
 
     /// A fresh key and the header of a new file in `protection` with a
-    /// random file id; checks the segment size.
-    static func newFile(protection: ProtectionClass, segmentSize: Int, keys: ClassKeys) throws -> (FileKey, FileHeader) {
+    /// random file id; checks the segment size and that this CPU runs
+    /// `cipher`.
+    static func newFile(protection: ProtectionClass, format: ContentFormat, keys: ClassKeys) throws -> (FileKey, FileHeader) {
+        let segmentSize = format.segmentSize
         guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
         }
+        try checkAvailable(format.cipher)
         return try keys.withMemoryOpen(for: protection) {
-            let key = try generate()
+            let key = try generate(cipher: format.cipher)
             do {
                 return (key, try key.makeHeader(protection: protection, segmentSize: segmentSize,
                                                  fileID: try SecureRandom.bytes(16), keys: keys))
@@ -44,7 +52,7 @@ final class FileKey: Sendable {
     /// the class's key from `keys` and computes the tag. Throws
     /// `protectedDataUnavailable` when that class key is not in memory.
     func makeHeader(protection: ProtectionClass, segmentSize: Int, fileID: [UInt8], keys: ClassKeys) throws -> FileHeader {
-        var header = FileHeader(algorithm: .xChaCha20Poly1305, protection: protection, segmentSize: segmentSize,
+        var header = FileHeader(algorithm: cipher, protection: protection, segmentSize: segmentSize,
                                 fileID: fileID, wrappedKey: [UInt8](repeating: 0, count: Self.wrappedByteCount(for: protection)),
                                 tag: [])
         switch protection {
@@ -67,18 +75,20 @@ final class FileKey: Sendable {
     }
 
     private static func unwrapOpened(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
+        try checkAvailable(header.algorithm)
         let key: FileKey
         do {
             switch header.protection {
             case .completeUnlessOpen:
                 guard let pair = keys.bKeyPair else { throw ProtectionError.unavailable(header.protection) }
-                key = FileKey(try SealedBox.open(header.wrappedKey, with: pair))
+                key = FileKey(try SealedBox.open(header.wrappedKey, with: pair), cipher: header.algorithm)
             default:
                 guard let classKey = keys.symmetricKey(for: header.protection) else {
                     throw ProtectionError.unavailable(header.protection)
                 }
                 key = FileKey(try XChaCha20Poly1305.unwrap(header.wrappedKey, additionalData: header.wrapBinding,
-                                                           key: classKey))
+                                                           key: classKey),
+                              cipher: header.algorithm)
             }
         } catch let error as SodiumError where error.code == .authenticationFailed || error.code == .invalidLength {
             throw ProtectionError.integrity("the file key does not authenticate")
@@ -98,6 +108,14 @@ final class FileKey: Sendable {
         return try KeyedBlake2b.mac(key: headerKey, parts: [header.taggedBytes], length: FileHeader.tagByteCount)
     }
 
+    /// Throws when this CPU cannot run `cipher`, before any key is touched.
+    private static func checkAvailable(_ cipher: ContentCipher) throws {
+        guard cipher.isAvailable else {
+            throw ProtectionError(.ioFailure, "the file's content cipher \(cipher) needs a CPU with AES-NI and PCLMUL, "
+                                  + "which this one lacks; read it on such a machine")
+        }
+    }
+
     /// Encrypts one segment into `output` (`nonce || ciphertext || tag`,
     /// `plaintext.count + 40` bytes) with a fresh random nonce.
     func sealSegment(
@@ -107,7 +125,7 @@ final class FileKey: Sendable {
         let nonce = UnsafeMutableRawBufferPointer(rebasing: output[..<SegmentLayout.nonceByteCount])
         try SecureRandom.fill(nonce)
         try Self.withAssociatedData(fileID: fileID, index: index, final: final) { ad in
-            try XChaCha20Poly1305.seal(plaintext, additionalData: ad, nonce: UnsafeRawBufferPointer(nonce), key: secret,
+            try cipher.aead.seal(plaintext, additionalData: ad, nonce: UnsafeRawBufferPointer(nonce), key: secret,
                                        into: UnsafeMutableRawBufferPointer(rebasing: output[SegmentLayout.nonceByteCount...]))
         }
     }
@@ -121,7 +139,7 @@ final class FileKey: Sendable {
     ) throws {
         do {
             try Self.withAssociatedData(fileID: fileID, index: index, final: final) { ad in
-                try XChaCha20Poly1305.open(UnsafeRawBufferPointer(rebasing: stored[SegmentLayout.nonceByteCount...]),
+                try cipher.aead.open(UnsafeRawBufferPointer(rebasing: stored[SegmentLayout.nonceByteCount...]),
                                            additionalData: ad,
                                            nonce: UnsafeRawBufferPointer(rebasing: stored[..<SegmentLayout.nonceByteCount]),
                                            key: secret, into: output)

@@ -31,11 +31,11 @@ final class SegmentStreamWriter {
 
     /// Starts a new file in `protection` in `fd`; its header is written
     /// with the first segment.
-    init(fd: Int32, path: String, protection: ProtectionClass, segmentSize: Int, keys: ClassKeys) throws {
+    init(fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, keys: ClassKeys) throws {
         self.fd = fd
         self.path = path
-        (key, header) = try FileKey.newFile(protection: protection, segmentSize: segmentSize, keys: keys)
-        layout = SegmentLayout(segmentSize: segmentSize)
+        (key, header) = try FileKey.newFile(protection: protection, format: format, keys: keys)
+        layout = SegmentLayout(segmentSize: format.segmentSize)
         unwrittenHeader = header.encoded
     }
 

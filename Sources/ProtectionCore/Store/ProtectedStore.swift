@@ -39,7 +39,8 @@ public final class ProtectedStore: Sendable {
 
     private let state: LockedState<State>
     private let files: FileStore
-    private let segmentSize: Int
+    /// Segment size and cipher of new files.
+    private let format: ContentFormat
     private let configuration: StoreConfiguration
     private let directoryLock: StateDirectoryLock
 
@@ -49,6 +50,9 @@ public final class ProtectedStore: Sendable {
     public init(configuration: StoreConfiguration, clock: any WallClock = SystemWallClock()) throws {
         guard SegmentLayout.allowedSegmentSizes.contains(configuration.segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes) bytes")
+        }
+        guard configuration.cipher.isAvailable else {
+            throw ProtectionError(.invalidArgument, "cipher \(configuration.cipher) needs a CPU with AES-NI and PCLMUL")
         }
         try Posix.makeDirectories(configuration.stateDirectory)
         directoryLock = try StateDirectoryLock(directory: configuration.stateDirectory)
@@ -63,7 +67,7 @@ public final class ProtectedStore: Sendable {
         }
         state = LockedState(State(keyBag: keyBag, machine: LockStateMachine(passcodeSet: keyBag.hasPasscode)))
         files = FileStore(root: configuration.stateDirectory + "/store")
-        segmentSize = configuration.segmentSize
+        format = ContentFormat(segmentSize: configuration.segmentSize, cipher: configuration.cipher)
         self.configuration = configuration
         try files.removeLeftoverTemporaryFiles()
     }
@@ -245,7 +249,7 @@ public final class ProtectedStore: Sendable {
         let transaction = try files.atomicWriter(for: namespace).begin(target: path)
         let writer = try ProtectionError.translating {
             try SegmentStreamWriter(fd: transaction.fd, path: transaction.temporaryPath, protection: protection,
-                                    segmentSize: segmentSize, keys: keys)
+                                    format: format, keys: keys)
         }
         let pending = PendingWrite(name: name, protection: protection, transaction: transaction, writer: writer,
                                    durable: durable)
@@ -315,7 +319,7 @@ public final class ProtectedStore: Sendable {
             let file: EncryptedFile
             if let protection {
                 file = try EncryptedFile.create(fd: fd, path: path, protection: protection,
-                                                segmentSize: segmentSize, keys: keys)
+                                                format: format, keys: keys)
             } else {
                 file = try EncryptedFile.open(fd: fd, path: path, keys: keys)
             }

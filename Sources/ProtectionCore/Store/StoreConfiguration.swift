@@ -13,22 +13,27 @@ public struct StoreConfiguration: Sendable {
     public var failedAttemptPolicy: FailedAttemptPolicy
     /// Plaintext bytes per segment for new files.
     public var segmentSize: Int
+    /// The cipher of new files' segments.
+    public var cipher: ContentCipher
 
     /// A configuration with protd's defaults: device secret in
     /// `stateDirectory/device-key`, interactive Argon2id cost, the standard
-    /// failed-attempt schedule, 64 KiB segments.
+    /// failed-attempt schedule, 64 KiB segments, the cipher this CPU runs
+    /// fastest (`ContentCipher.preferred`).
     public init(
         stateDirectory: String,
         deviceSecret: DeviceSecret.Source? = nil,
         passcodeCost: Argon2id.Cost = .interactive,
         failedAttemptPolicy: FailedAttemptPolicy = .standard,
-        segmentSize: Int = 64 * 1024
+        segmentSize: Int = 64 * 1024,
+        cipher: ContentCipher = .preferred
     ) {
         self.stateDirectory = stateDirectory
         self.deviceSecret = deviceSecret ?? .file(path: stateDirectory + "/device-key")
         self.passcodeCost = passcodeCost
         self.failedAttemptPolicy = failedAttemptPolicy
         self.segmentSize = segmentSize
+        self.cipher = cipher
     }
 }
 

@@ -1,0 +1,62 @@
+internal import CSodium
+
+/// An authenticated cipher with a 32-byte key, a 24-byte nonce that is
+/// safe to draw at random for every message, and a 16-byte tag: what a
+/// protd content segment is sealed with (`XChaCha20Poly1305`,
+/// `AES256GCMRandomNonce`). Output is ciphertext then tag.
+public protocol RandomNonceAEAD {
+    /// Encrypts `plaintext` into `output`, which must hold exactly
+    /// `plaintext.count + 16` bytes (ciphertext then tag).
+    static func seal(
+        _ plaintext: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+        key: SecretBytes, into output: UnsafeMutableRawBufferPointer
+    ) throws
+
+    /// Verifies and decrypts `ciphertext` (ciphertext then tag) into
+    /// `output`, which must hold `ciphertext.count - 16` bytes. On failure
+    /// `output` is zeroed and `authenticationFailed` is thrown.
+    static func open(
+        _ ciphertext: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+        key: SecretBytes, into output: UnsafeMutableRawBufferPointer
+    ) throws
+}
+
+/// The argument checks every `RandomNonceAEAD` makes before calling
+/// libsodium.
+enum RandomNonceAEADChecks {
+    static let keyByteCount = 32
+    static let nonceByteCount = 24
+    static let tagByteCount = 16
+
+    /// Checks the key, the nonce and that `output` is `plaintext` plus a tag.
+    static func checkSeal(_ cipher: String, key: SecretBytes, nonce: UnsafeRawBufferPointer, plaintext: Int, output: Int) throws {
+        try checkLengths(cipher, key: key, nonce: nonce)
+        guard output == plaintext + tagByteCount else {
+            throw SodiumError(.invalidLength, "ciphertext buffer must be plaintext length plus \(tagByteCount)")
+        }
+    }
+
+    /// Checks the key, the nonce and that `output` is `ciphertext` less a tag.
+    static func checkOpen(_ cipher: String, key: SecretBytes, nonce: UnsafeRawBufferPointer, ciphertext: Int, output: Int) throws {
+        try checkLengths(cipher, key: key, nonce: nonce)
+        guard ciphertext >= tagByteCount, output == ciphertext - tagByteCount else {
+            throw SodiumError(.invalidLength, "plaintext buffer must be ciphertext length minus \(tagByteCount)")
+        }
+    }
+
+    /// Zeroes what a failed open may have written and says why it failed.
+    static func authenticationFailed(clearing output: UnsafeMutableRawBufferPointer) -> SodiumError {
+        if let base = output.baseAddress { sodium_memzero(base, output.count) }
+        return SodiumError(.authenticationFailed, "authentication failed: wrong key or tampered data")
+    }
+
+    private static func checkLengths(_ cipher: String, key: SecretBytes, nonce: UnsafeRawBufferPointer) throws {
+        try SodiumRuntime.ensureInitialised()
+        guard key.count == keyByteCount else {
+            throw SodiumError(.invalidLength, "an \(cipher) key is \(keyByteCount) bytes")
+        }
+        guard nonce.count == nonceByteCount else {
+            throw SodiumError(.invalidLength, "an \(cipher) nonce is \(nonceByteCount) bytes")
+        }
+    }
+}

@@ -24,7 +24,86 @@ struct LargeFileWorkload {
     func run(daemon: DaemonProcess, client: DataProtectionClient) async throws -> (write: Double, read: Double) {
         let content = [UInt8](repeating: 0x5A, count: Self.chunk)
         let chunks = bytes / Self.chunk
+        // What the daemon's storage.cipher = auto picks on this CPU.
+        let cipher = ContentCipher.preferred
         let idle = Memory.residentMiB(pid: daemon.pid)
+        let protd = try await measureProtd(daemon: daemon, client: client, content: content, chunks: chunks)
+        let protdWrite = protd.write
+        let protdRead = protd.read
+
+        let (storeWrite, storeRead) = try storeInProcess(content: content, chunks: chunks, cipher: cipher)
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        var rates: CipherRates?
+        for measured in ContentCipher.allCases where measured.isAvailable {
+            let these = try cipherRates(measured, cores: cores, isDefault: measured == cipher)
+            if measured == cipher { rates = these }
+        }
+        guard let rates else { preconditionFailure("the preferred cipher is available") }
+        let (plainWrite, plainOverwrite, plainRead) = try plainFiles(at: options.dir + "/protd-bench-plain-\(getpid())",
+                                                                     content: content, chunks: chunks, overwrite: true)
+        let (socketRate, socketCPU) = try SocketTransfer(bytes: bytes, chunk: Self.chunk).measure(repetitions: options.repetitions)
+        let floorWrite = min(rates.ceilingSeal.median, plainWrite.median)
+        let floorRead = min(rates.ceilingOpen.median, plainRead.median)
+
+        let label = "large file \(options.sizeMiB) MiB"
+        report.add(Row(workload: label, measure: "plain file write (floor)", unit: "MiB/s", sample: plainWrite,
+                       note: "a new file, as protd writes one (a whole-file write goes to a new file, then rename)"))
+        report.add(Row(workload: label, measure: "plain file overwrite in place", unit: "MiB/s",
+                       sample: plainOverwrite,
+                       note: "the same file written again, its pages already allocated: the gap to the floor is what "
+                           + "new pages cost on this machine (see memory handed back to the hypervisor, under machine)"))
+        report.add(Row(workload: label, measure: "plain file read (floor)", unit: "MiB/s", sample: plainRead))
+        report.add(Row(workload: label, measure: "Unix socket transfer alone", unit: "MiB/s",
+                       sample: socketRate,
+                       note: "a socket pair with protd's send buffer, one thread writing 1 MiB pieces and one reading them"))
+        report.add(Row(workload: label, measure: "Unix socket transfer CPU", unit: "ms/MiB",
+                       sample: socketCPU, note: "both threads' CPU time per MiB moved"))
+        report.add(Row(workload: label, measure: "protd store in-process write (no socket)",
+                       unit: "MiB/s", sample: storeWrite,
+                       note: "ProtectedStore driven in this process with \(cipher): the daemon's data path without the "
+                           + "socket and the client"))
+        report.add(Row(workload: label, measure: "protd store in-process read (no socket)",
+                       unit: "MiB/s", sample: storeRead))
+        report.add(Row(workload: label, measure: "protd write", unit: "MiB/s", sample: protdWrite,
+                       target: ">= 0.75x min(ceiling, floor) = \(Report.format(0.75 * floorWrite))",
+                       met: protdWrite.median >= 0.75 * floorWrite,
+                       note: "through the client library to protd, storage.cipher auto (\(cipher) here); a new file each "
+                           + "time, the previous one deleted first (untimed), as the floor and the peers unlink or "
+                           + "truncate theirs"))
+        report.add(Row(workload: label, measure: "protd read", unit: "MiB/s", sample: protdRead,
+                       target: ">= 0.75x min(ceiling, floor) = \(Report.format(0.75 * floorRead))",
+                       met: protdRead.median >= 0.75 * floorRead))
+        let costs = DataPathCosts(cores: cores, seal: rates.singleSeal.median, open: rates.singleOpen.median,
+                                  plainWrite: plainWrite.median, plainRead: plainRead.median,
+                                  socketMillisecondsPerMiB: socketCPU.median)
+        let bounds = reportBounds(costs, cipher: cipher, targetWrite: 0.75 * floorWrite, targetRead: 0.75 * floorRead,
+                                  writeCPU: protd.writeCPU, readCPU: protd.readCPU, storeWrite: storeWrite.median,
+                                  storeRead: storeRead.median, overwrite: plainOverwrite.median)
+        try await otherCipherThroughProtd(than: cipher, content: content, chunks: chunks, preferred: protd)
+        let peers = PeerContext(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, cipher: cipher)
+        try age(peers, content: content, chunks: chunks)
+        try gocryptfs(peers, content: content, chunks: chunks)
+        try FscryptComparison(options: options, report: report).run(protdWrite: protdWrite.median, protdRead: protdRead.median)
+        let growth = Sample(values: protd.peaks.map { $0 - idle })
+        report.add(Row(workload: "memory", measure: "daemon RSS growth streaming \(options.sizeMiB) MiB", unit: "MiB",
+                       sample: growth, target: "<= 16 MiB, every run", met: growth.max <= 16,
+                       note: "one figure per protd write and per protd read above: the daemon's highest RSS during it "
+                           + "(polled every 25 ms) less its RSS before the first; the target is checked on the max"))
+        return (protdWrite.median, protdRead.median)
+    }
+
+    /// protd's throughput through the client library, with the CPU each
+    /// side spent and the daemon's highest RSS during each run.
+    struct ProtdRun {
+        var write, read: Sample
+        var writeCPU, readCPU: CPUPerMiB
+        var peaks: [Double]
+    }
+
+    /// Writes then reads the large file through `client`, `repetitions`
+    /// times each.
+    private func measureProtd(daemon: DaemonProcess, client: DataProtectionClient, content: [UInt8], chunks: Int)
+        async throws -> ProtdRun {
         // The daemon's highest RSS during each write and each read.
         var peaks: [Double] = []
         var cpu = CPUAccount(daemon: daemon.pid)
@@ -33,88 +112,64 @@ struct LargeFileWorkload {
         // copy until the new one commits, so it would need fresh memory for
         // all of it, which costs several times more on this kind of VM.
         let file = client.file("large")
-        let protdWrite = throughput(try await Stopwatch.sample(options.repetitions,
-                                                               setup: { try await cpu.excluding { try await Self.deleteIfPresent(file) } }) {
+        let write = throughput(try await Stopwatch.sample(options.repetitions,
+                                                          setup: { try await cpu.excluding { try await Self.deleteIfPresent(file) } }) {
             peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
                 try await file.write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
                                      protection: .completeUntilFirstUserAuthentication, durable: false)
             })
         })
         let writeCPU = cpu.millisecondsPerMiB(mebibytes * Double(options.repetitions))
-        let protdRead = throughput(try await Stopwatch.sample(options.repetitions) {
+        let read = throughput(try await Stopwatch.sample(options.repetitions) {
             peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
                 var total = 0
-                for try await piece in client.file("large").readChunks() { total += piece.count }
+                for try await piece in file.readChunks() { total += piece.count }
                 precondition(total == bytes, "read \(total) of \(bytes) bytes")
             })
         })
         let readCPU = cpu.millisecondsPerMiB(mebibytes * Double(options.repetitions))
-        try await client.file("large").delete()
+        try await file.delete()
+        return ProtdRun(write: write, read: read, writeCPU: writeCPU, readCPU: readCPU, peaks: peaks)
+    }
 
-        let (storeWrite, storeRead) = try storeInProcess(content: content, chunks: chunks)
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let (singleSeal, singleOpen) = try cryptoCeiling(threads: 1)
-        let (ceilingSeal, ceilingOpen) = try cryptoCeiling(threads: cores)
-        let (plainWrite, plainOverwrite, plainRead) = try plainFiles(at: options.dir + "/protd-bench-plain-\(getpid())",
-                                                                     content: content, chunks: chunks, overwrite: true)
-        let (socketRate, socketCPU) = try SocketTransfer(bytes: bytes, chunk: Self.chunk).measure(repetitions: options.repetitions)
-        let floorWrite = min(ceilingSeal.median, plainWrite.median)
-        let floorRead = min(ceilingOpen.median, plainRead.median)
-
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "raw libsodium seal, 1 core", unit: "MiB/s", sample: singleSeal))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "raw libsodium open, 1 core", unit: "MiB/s", sample: singleOpen))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "raw libsodium seal, \(cores) cores (ceiling)", unit: "MiB/s",
-                       sample: ceilingSeal, note: "protd seals the segments of a request on every core, so the ceiling does too"))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "raw libsodium open, \(cores) cores (ceiling)", unit: "MiB/s",
-                       sample: ceilingOpen))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "plain file write (floor)", unit: "MiB/s", sample: plainWrite,
-                       note: "a new file, as protd writes one (a whole-file write goes to a new file, then rename)"))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "plain file overwrite in place", unit: "MiB/s",
-                       sample: plainOverwrite,
-                       note: "the same file written again, its pages already allocated: the gap to the floor is what "
-                           + "new pages cost on this machine (see memory handed back to the hypervisor, under machine)"))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "plain file read (floor)", unit: "MiB/s", sample: plainRead))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "Unix socket transfer alone", unit: "MiB/s",
-                       sample: socketRate,
-                       note: "a socket pair with protd's send buffer, one thread writing 1 MiB pieces and one reading them"))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "Unix socket transfer CPU", unit: "ms/MiB",
-                       sample: socketCPU, note: "both threads' CPU time per MiB moved"))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd store in-process write (no socket)",
-                       unit: "MiB/s", sample: storeWrite,
-                       note: "ProtectedStore driven in this process: the daemon's data path without the socket and the client"))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd store in-process read (no socket)",
-                       unit: "MiB/s", sample: storeRead))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd write", unit: "MiB/s", sample: protdWrite,
-                       target: ">= 0.75x min(ceiling, floor) = \(Report.format(0.75 * floorWrite))",
-                       met: protdWrite.median >= 0.75 * floorWrite,
-                       note: "through the client library to protd; a new file each time, the previous one deleted "
-                           + "first (untimed), as the floor and the peers unlink or truncate theirs"))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd read", unit: "MiB/s", sample: protdRead,
-                       target: ">= 0.75x min(ceiling, floor) = \(Report.format(0.75 * floorRead))",
-                       met: protdRead.median >= 0.75 * floorRead))
-        let costs = DataPathCosts(cores: cores, seal: singleSeal.median, open: singleOpen.median,
-                                  plainWrite: plainWrite.median, plainRead: plainRead.median,
-                                  socketMillisecondsPerMiB: socketCPU.median)
-        let bounds = reportBounds(costs, targetWrite: 0.75 * floorWrite, targetRead: 0.75 * floorRead,
-                                  writeCPU: writeCPU, readCPU: readCPU, storeWrite: storeWrite.median,
-                                  storeRead: storeRead.median, overwrite: plainOverwrite.median)
-        aesGCMComparison(xChaChaSeal: singleSeal.median, xChaChaOpen: singleOpen.median)
-        try age(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, content: content, chunks: chunks)
-        try gocryptfs(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, content: content,
-                      chunks: chunks)
-        try FscryptComparison(options: options, report: report).run(protdWrite: protdWrite.median, protdRead: protdRead.median)
-        let growth = Sample(values: peaks.map { $0 - idle })
-        report.add(Row(workload: "memory", measure: "daemon RSS growth streaming \(options.sizeMiB) MiB", unit: "MiB",
-                       sample: growth, target: "<= 16 MiB, every run", met: growth.max <= 16,
-                       note: "one figure per protd write and per protd read above: the daemon's highest RSS during it "
-                           + "(polled every 25 ms) less its RSS before the first; the target is checked on the max"))
-        return (protdWrite.median, protdRead.median)
+    /// The same write and read through a second protd set to the other
+    /// cipher, so the choice of default rests on protd's own throughput on
+    /// this CPU, not only on the ciphers' raw speed.
+    private func otherCipherThroughProtd(than preferred: ContentCipher, content: [UInt8], chunks: Int,
+                                         preferred run: ProtdRun) async throws {
+        guard preferred != .xChaCha20Poly1305 else {
+            report.skip("protd with aes-256-gcm: this CPU lacks AES-NI or PCLMUL, so libsodium does not offer "
+                        + "AES-256-GCM and protd's auto setting uses xchacha20-poly1305")
+            return
+        }
+        let other = ContentCipher.xChaCha20Poly1305
+        let daemon = try options.startDaemon(cipher: other.description)
+        defer { daemon.stop() }
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let alternative = try await measureProtd(daemon: daemon, client: client, content: content, chunks: chunks)
+        await client.close()
+        let label = "large file \(options.sizeMiB) MiB"
+        let note = "a second protd, set to storage.cipher \(other), right after the first"
+        report.add(Row(workload: label, measure: "protd write, \(other)", unit: "MiB/s", sample: alternative.write, note: note))
+        report.add(Row(workload: label, measure: "protd read, \(other)", unit: "MiB/s", sample: alternative.read))
+        report.add(Row(workload: label, measure: "protd write, \(preferred) / \(other)", unit: "x",
+                       sample: Sample(values: [run.write.median / alternative.write.median]),
+                       note: "the default (auto) is the faster one where the CPU has AES-NI; docs/DESIGN.md, section Why"))
+        report.add(Row(workload: label, measure: "protd read, \(preferred) / \(other)", unit: "x",
+                       sample: Sample(values: [run.read.median / alternative.read.median])))
+        // CPU time comes in clock ticks: a quick run's few MiB may show none.
+        guard alternative.writeCPU.total > 0, alternative.readCPU.total > 0 else { return }
+        report.add(Row(workload: label, measure: "protd CPU per MiB written, \(preferred) / \(other)", unit: "x",
+                       sample: Sample(values: [run.writeCPU.total / alternative.writeCPU.total]),
+                       note: "daemon and client together"))
+        report.add(Row(workload: label, measure: "protd CPU per MiB read, \(preferred) / \(other)", unit: "x",
+                       sample: Sample(values: [run.readCPU.total / alternative.readCPU.total])))
     }
 
     /// Reports what `costs` allow against the targets, with what protd's
     /// own runs spent. Returns the two bounds through the socket, for the
     /// peers' ratio targets.
-    private func reportBounds(_ costs: DataPathCosts, targetWrite: Double, targetRead: Double,
+    private func reportBounds(_ costs: DataPathCosts, cipher: ContentCipher, targetWrite: Double, targetRead: Double,
                               writeCPU: CPUPerMiB, readCPU: CPUPerMiB, storeWrite: Double,
                               storeRead: Double, overwrite: Double) -> (write: Double, read: Double) {
         let f = Report.format
@@ -129,11 +184,11 @@ struct LargeFileWorkload {
                          + "per MiB in the daemon and \(f(spent.client)) in the client; the daemon's data path "
                          + "in-process, with no socket, reaches \(f(inProcess)) MiB/s")
         }
-        explain("large write", "sealing at \(f(costs.seal)) MiB/s per core, writing a new file at "
+        explain("large write", "sealing (\(cipher)) at \(f(costs.seal)) MiB/s per core, writing a new file at "
                 + "\(f(costs.plainWrite)) MiB/s (\(f(overwrite)) over pages already allocated)",
                 minimum: costs.writeMilliseconds, alone: costs.writeWithoutSocket, target: targetWrite,
                 spent: writeCPU, inProcess: storeWrite)
-        explain("large read", "opening at \(f(costs.open)) MiB/s per core, reading at \(f(costs.plainRead)) MiB/s",
+        explain("large read", "opening (\(cipher)) at \(f(costs.open)) MiB/s per core, reading at \(f(costs.plainRead)) MiB/s",
                 minimum: costs.readMilliseconds, alone: costs.readWithoutSocket, target: targetRead,
                 spent: readCPU, inProcess: storeRead)
         return (costs.throughput(millisecondsPerMiB: costs.writeMilliseconds),
@@ -143,22 +198,23 @@ struct LargeFileWorkload {
     /// Reports a ratio target against a peer as out of reach when the
     /// peer is so fast here that `multiple` times its rate passes `bound`.
     private func reportPeerBound(_ target: String, multiple: Double, peer: String, peerRate: Double, bound: Double,
-                                 boundName: String) {
+                                 boundName: String, cipher: ContentCipher) {
         guard multiple * peerRate > bound else { return }
         let f = Report.format
         let times = multiple == multiple.rounded() ? "\(Int(multiple))" : "\(multiple)"
         report.bound("\(target): \(peer) ran at \(f(peerRate)) MiB/s in this run, so \(times)x is "
                      + "\(f(multiple * peerRate)), above the \(f(bound)) MiB/s that the \(boundName) bound allows protd's "
-                     + "format through its socket (XChaCha20-Poly1305 on every core, the plain file system and the socket "
+                     + "format through its socket (\(cipher) on every core, the plain file system and the socket "
                      + "transfer) here")
     }
 
     /// The daemon's store (format, crypto, files) in this process, in the
     /// same 1 MiB pieces: separates the data path's cost from the socket's.
-    private func storeInProcess(content: [UInt8], chunks: Int) throws -> (Sample, Sample) {
+    private func storeInProcess(content: [UInt8], chunks: Int, cipher: ContentCipher) throws -> (Sample, Sample) {
         let directory = try TemporaryDirectory("store", in: options.dir)
         defer { directory.remove() }
-        let store = try ProtectedStore(configuration: StoreConfiguration(stateDirectory: directory.path, passcodeCost: .minimum),
+        let store = try ProtectedStore(configuration: StoreConfiguration(stateDirectory: directory.path, passcodeCost: .minimum,
+                                                                         cipher: cipher),
                                        clock: ManualWallClock())
         defer { store.shutdown() }
         let name = try FileName("large")
@@ -200,10 +256,35 @@ struct LargeFileWorkload {
         }
     }
 
-    /// In-process XChaCha20-Poly1305 over the same bytes in 64 KiB segments,
-    /// on `threads` threads at once, each taking every `threads`-th segment
-    /// (protd seals and opens the segments of one request on every core).
-    private func cryptoCeiling(threads: Int) throws -> (Sample, Sample) {
+    /// One cipher's in-process speed over the same bytes in 64 KiB
+    /// segments, through the same `RandomNonceAEAD` protd's files use.
+    struct CipherRates {
+        var singleSeal, singleOpen, ceilingSeal, ceilingOpen: Sample
+    }
+
+    /// Measures and reports `cipher` on 1 core and on every core; for the
+    /// default cipher the latter is the crypto ceiling.
+    private func cipherRates(_ cipher: ContentCipher, cores: Int, isDefault: Bool) throws -> CipherRates {
+        let (singleSeal, singleOpen) = try cryptoRates(cipher, threads: 1)
+        let (ceilingSeal, ceilingOpen) = try cryptoRates(cipher, threads: cores)
+        let label = "large file \(options.sizeMiB) MiB"
+        let ceiling = isDefault ? " (ceiling)" : ""
+        let construction = cipher == .aes256GCM ? "; with a subkey per segment, as in protd's files" : ""
+        report.add(Row(workload: label, measure: "raw libsodium \(cipher) seal, 1 core", unit: "MiB/s", sample: singleSeal,
+                       note: (isDefault ? "the cipher protd's storage.cipher auto picks on this CPU" : "") + construction))
+        report.add(Row(workload: label, measure: "raw libsodium \(cipher) open, 1 core", unit: "MiB/s", sample: singleOpen))
+        report.add(Row(workload: label, measure: "raw libsodium \(cipher) seal, \(cores) cores\(ceiling)", unit: "MiB/s",
+                       sample: ceilingSeal, note: "protd seals the segments of a request on every core, so this does too"))
+        report.add(Row(workload: label, measure: "raw libsodium \(cipher) open, \(cores) cores\(ceiling)", unit: "MiB/s",
+                       sample: ceilingOpen))
+        return CipherRates(singleSeal: singleSeal, singleOpen: singleOpen, ceilingSeal: ceilingSeal, ceilingOpen: ceilingOpen)
+    }
+
+    /// `cipher` over the same bytes in 64 KiB segments, on `threads`
+    /// threads at once, each taking every `threads`-th segment (protd seals
+    /// and opens the segments of one request on every core).
+    private func cryptoRates(_ cipher: ContentCipher, threads: Int) throws -> (Sample, Sample) {
+        let aead = cipher.aead
         let key = try SecretBytes.random(count: 32)
         let nonce = try SecureRandom.bytes(24)
         let ad = [UInt8](repeating: 1, count: 25)
@@ -212,7 +293,7 @@ struct LargeFileWorkload {
             var sealed = [UInt8](repeating: 0, count: Self.segment + 16)
             let plain = [UInt8](repeating: 0x5A, count: Self.segment)
             try plain.withUnsafeBytes { p in try ad.withUnsafeBytes { a in try nonce.withUnsafeBytes { n in
-                try sealed.withUnsafeMutableBytes { try XChaCha20Poly1305.seal(p, additionalData: a, nonce: n, key: key, into: $0) }
+                try sealed.withUnsafeMutableBytes { try aead.seal(p, additionalData: a, nonce: n, key: key, into: $0) }
             } } }
             return sealed
         }()
@@ -222,16 +303,19 @@ struct LargeFileWorkload {
             DispatchQueue.concurrentPerform(iterations: threads) { thread in
                 var input = sealing ? [UInt8](repeating: 0x5A, count: Self.segment) : sealedOnce
                 var output = [UInt8](repeating: 0, count: sealing ? Self.segment + 16 : Self.segment)
-                for _ in Swift.stride(from: thread, to: segments, by: threads) {
-                    input.withUnsafeBytes { i in ad.withUnsafeBytes { a in nonce.withUnsafeBytes { n in
-                        output.withUnsafeMutableBytes { o in
-                            if sealing {
-                                try! XChaCha20Poly1305.seal(i, additionalData: a, nonce: n, key: key, into: o)
-                            } else {
-                                try! XChaCha20Poly1305.open(i, additionalData: a, nonce: n, key: key, into: o)
+                // Held open across segments, as protd's FileKey.holdingAccess does.
+                _ = try! key.withUnsafeBytes { _ in
+                    for _ in Swift.stride(from: thread, to: segments, by: threads) {
+                        input.withUnsafeBytes { i in ad.withUnsafeBytes { a in nonce.withUnsafeBytes { n in
+                            output.withUnsafeMutableBytes { o in
+                                if sealing {
+                                    try! aead.seal(i, additionalData: a, nonce: n, key: key, into: o)
+                                } else {
+                                    try! aead.open(i, additionalData: a, nonce: n, key: key, into: o)
+                                }
                             }
-                        }
-                    } } }
+                        } } }
+                    }
                 }
                 input.removeAll()
             }
@@ -246,53 +330,8 @@ struct LargeFileWorkload {
         return (Sample(values: seal), Sample(values: open))
     }
 
-    /// libsodium's AES-256-GCM over the same segments, next to the format's
-    /// XChaCha20-Poly1305, so the choice of default algorithm rests on a
-    /// measurement made on this CPU.
-    private func aesGCMComparison(xChaChaSeal: Double, xChaChaOpen: Double) {
-        let label = "large file \(options.sizeMiB) MiB"
-        guard sodium_init() >= 0, crypto_aead_aes256gcm_is_available() == 1 else {
-            report.skip("AES-256-GCM: this CPU lacks AES-NI or PCLMUL, so libsodium does not offer it")
-            return
-        }
-        var key = [UInt8](repeating: 7, count: Int(crypto_aead_aes256gcm_KEYBYTES))
-        let nonce = [UInt8](repeating: 1, count: Int(crypto_aead_aes256gcm_NPUBBYTES))
-        let plain = [UInt8](repeating: 0x5A, count: Self.segment)
-        var sealed = [UInt8](repeating: 0, count: Self.segment + Int(crypto_aead_aes256gcm_ABYTES))
-        var opened = [UInt8](repeating: 0, count: Self.segment)
-        let ad = [UInt8](repeating: 1, count: 25)
-        defer { sodium_memzero(&key, key.count) }
-        let segments = bytes / Self.segment
-        var seal: [Double] = []
-        var open: [Double] = []
-        for _ in 0..<options.repetitions {
-            var start = ContinuousClock.now
-            for _ in 0..<segments {
-                _ = crypto_aead_aes256gcm_encrypt(&sealed, nil, plain, UInt64(plain.count), ad, UInt64(ad.count), nil, nonce, key)
-            }
-            seal.append(mebibytes / seconds(since: start))
-            start = ContinuousClock.now
-            for _ in 0..<segments {
-                let status = crypto_aead_aes256gcm_decrypt(&opened, nil, nil, sealed, UInt64(sealed.count), ad, UInt64(ad.count),
-                                                           nonce, key)
-                precondition(status == 0, "AES-256-GCM did not open its own output")
-            }
-            open.append(mebibytes / seconds(since: start))
-        }
-        let sealSample = Sample(values: seal)
-        let openSample = Sample(values: open)
-        let note = "not in the format: the default stays XChaCha20-Poly1305 (why: docs/DESIGN.md, section Why)"
-        report.add(Row(workload: label, measure: "raw libsodium AES-256-GCM seal", unit: "MiB/s", sample: sealSample, note: note))
-        report.add(Row(workload: label, measure: "raw libsodium AES-256-GCM open", unit: "MiB/s", sample: openSample, note: note))
-        report.add(Row(workload: label, measure: "AES-256-GCM / XChaCha20-Poly1305 seal", unit: "x",
-                       sample: Sample(values: [sealSample.median / xChaChaSeal]), note: "both on 1 core"))
-        report.add(Row(workload: label, measure: "AES-256-GCM / XChaCha20-Poly1305 open", unit: "x",
-                       sample: Sample(values: [openSample.median / xChaChaOpen])))
-    }
-
     /// gocryptfs (FUSE) with the same 1 MiB writes and reads.
-    private func gocryptfs(protdWrite: Double, protdRead: Double, bounds: (write: Double, read: Double), content: [UInt8],
-                           chunks: Int) throws {
+    private func gocryptfs(_ peers: PeerContext, content: [UInt8], chunks: Int) throws {
         guard let mount = GocryptfsMount.mountOrSkip(in: options.dir, report: report, what: "large file on gocryptfs") else {
             return
         }
@@ -302,14 +341,32 @@ struct LargeFileWorkload {
         report.add(Row(workload: label, measure: "gocryptfs write", unit: "MiB/s", sample: write))
         report.add(Row(workload: label, measure: "gocryptfs read", unit: "MiB/s", sample: read,
                        note: "read back through FUSE right after writing; gocryptfs decrypts on every read"))
-        report.add(Row(workload: label, measure: "protd write / gocryptfs write", unit: "x",
-                       sample: Sample(values: [protdWrite / write.median]), target: ">= 1.5x", met: protdWrite / write.median >= 1.5))
-        report.add(Row(workload: label, measure: "protd read / gocryptfs read", unit: "x",
-                       sample: Sample(values: [protdRead / read.median]), target: ">= 1.5x", met: protdRead / read.median >= 1.5))
-        reportPeerBound("write >= 1.5x gocryptfs", multiple: 1.5, peer: "gocryptfs", peerRate: write.median,
-                        bound: bounds.write, boundName: "large write")
-        reportPeerBound("read >= 1.5x gocryptfs", multiple: 1.5, peer: "gocryptfs", peerRate: read.median,
-                        bound: bounds.read, boundName: "large read")
+        reportRatios(peers, peer: "gocryptfs", multiple: 1.5, write: ("gocryptfs write", write.median),
+                     read: ("gocryptfs read", read.median))
+    }
+
+    /// What the peers are compared with: protd's medians, its bounds
+    /// through the socket, and the cipher they were measured with.
+    struct PeerContext {
+        let protdWrite, protdRead: Double
+        let bounds: (write: Double, read: Double)
+        let cipher: ContentCipher
+    }
+
+    /// protd's write and read as multiples of a peer's, each with the
+    /// target `multiple`, and the bound when the peer is too fast for it.
+    private func reportRatios(_ peers: PeerContext, peer: String, multiple: Double, write: (measure: String, rate: Double),
+                              read: (measure: String, rate: Double)) {
+        let label = "large file \(options.sizeMiB) MiB"
+        let times = multiple == multiple.rounded() ? "\(Int(multiple))" : "\(multiple)"
+        for (side, protd, measured, bound) in [("write", peers.protdWrite, write, peers.bounds.write),
+                                               ("read", peers.protdRead, read, peers.bounds.read)] {
+            report.add(Row(workload: label, measure: "protd \(side) / \(measured.measure)", unit: "x",
+                           sample: Sample(values: [protd / measured.rate]), target: ">= \(times)x",
+                           met: protd / measured.rate >= multiple))
+            reportPeerBound("\(side) >= \(times)x \(peer)", multiple: multiple, peer: measured.measure,
+                            peerRate: measured.rate, bound: bound, boundName: "large \(side)", cipher: peers.cipher)
+        }
     }
 
     /// Plain 1 MiB writes and reads of a file at `path`: a new file (as
@@ -344,8 +401,7 @@ struct LargeFileWorkload {
     }
 
     /// age encrypt (write) and decrypt (read) with an X25519 recipient.
-    private func age(protdWrite: Double, protdRead: Double, bounds: (write: Double, read: Double), content: [UInt8],
-                     chunks: Int) throws {
+    private func age(_ peers: PeerContext, content: [UInt8], chunks: Int) throws {
         guard let age = BenchEnvironment.which("age"), let keygen = BenchEnvironment.which("age-keygen") else {
             report.skip("age: not installed (apt-get install age)")
             return
@@ -377,16 +433,8 @@ struct LargeFileWorkload {
         let decryptSample = Sample(values: decrypt)
         report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "age encrypt", unit: "MiB/s", sample: encryptSample))
         report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "age decrypt", unit: "MiB/s", sample: decryptSample))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd write / age encrypt", unit: "x",
-                       sample: Sample(values: [protdWrite / encryptSample.median]), target: ">= 2x",
-                       met: protdWrite / encryptSample.median >= 2))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "protd read / age decrypt", unit: "x",
-                       sample: Sample(values: [protdRead / decryptSample.median]), target: ">= 2x",
-                       met: protdRead / decryptSample.median >= 2))
-        reportPeerBound("write >= 2x age", multiple: 2, peer: "age encrypt", peerRate: encryptSample.median,
-                        bound: bounds.write, boundName: "large write")
-        reportPeerBound("read >= 2x age", multiple: 2, peer: "age decrypt", peerRate: decryptSample.median,
-                        bound: bounds.read, boundName: "large read")
+        reportRatios(peers, peer: "age", multiple: 2, write: ("age encrypt", encryptSample.median),
+                     read: ("age decrypt", decryptSample.median))
     }
 }
 

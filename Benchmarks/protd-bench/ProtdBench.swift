@@ -68,12 +68,14 @@ extension BenchOptions {
     /// A daemon as every workload uses it: room for the fan-out's
     /// subscribers and the memory workload's handles, and the default
     /// Argon2id cost of a real deployment, so unlock and passwd times mean
-    /// something.
-    func startDaemon() throws -> DaemonProcess {
+    /// something. `cipher` is `storage.cipher` (`auto` by default).
+    func startDaemon(cipher: String = "auto") throws -> DaemonProcess {
         let limits = """
             limits:
               max-connections: \(subscribers + 64)
               max-open-handles-per-connection: 1024
+            storage:
+              cipher: \(cipher)
 
             """
         return try DaemonProcess(gracePeriodSeconds: 30, extraConfig: limits, argon2: (2, 65536), logLevel: "warning",

@@ -135,6 +135,8 @@ struct FreePageReporting {
 struct CPUPerMiB {
     let daemon: Double
     let client: Double
+    /// Both sides together.
+    var total: Double { daemon + client }
 }
 
 /// CPU time protd and this process (the client) spend between calls.

@@ -4,7 +4,7 @@ internal import CSodium
 /// safe to draw at random for every message, and a 16-byte tag: what a
 /// protd content segment is sealed with (`XChaCha20Poly1305`,
 /// `AES256GCMRandomNonce`). Output is ciphertext then tag.
-public protocol RandomNonceAEAD {
+public protocol RandomNonceAEAD: Sendable {
     /// Encrypts `plaintext` into `output`, which must hold exactly
     /// `plaintext.count + 16` bytes (ciphertext then tag).
     static func seal(

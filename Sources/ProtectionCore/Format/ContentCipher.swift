@@ -1,4 +1,4 @@
-internal import Sodium
+public import Sodium
 
 /// The cipher that seals a file's content segments. The raw value is the
 /// algorithm byte of the file header (docs/FORMAT.md); a file keeps the
@@ -38,7 +38,7 @@ public enum ContentCipher: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     }
 
     /// The libsodium construction behind it.
-    var aead: any RandomNonceAEAD.Type {
+    public var aead: any RandomNonceAEAD.Type {
         switch self {
         case .xChaCha20Poly1305: XChaCha20Poly1305.self
         case .aes256GCM: AES256GCMRandomNonce.self

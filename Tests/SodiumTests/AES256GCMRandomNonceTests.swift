@@ -39,6 +39,31 @@ struct AES256GCMRandomNonceTests {
         #expect(try seal(plaintext, nonce: nonce, key: key) == expected)
     }
 
+    /// Computed independently of libsodium and of this code, with Python's
+    /// hashlib.blake2b and the cryptography package's AESGCM (docs/FORMAT.md).
+    @Test("the known-answer vector of docs/FORMAT.md seals and opens")
+    func knownAnswer() throws {
+        func bytes(_ hex: String) -> [UInt8] {
+            var result: [UInt8] = []
+            var index = hex.startIndex
+            while index < hex.endIndex {
+                let next = hex.index(index, offsetBy: 2)
+                result.append(UInt8(hex[index..<next], radix: 16)!)
+                index = next
+            }
+            return result
+        }
+        let key = try SecretBytes(count: 32) { buffer in
+            for index in buffer.indices { buffer[index] = UInt8(index) }
+        }
+        let nonce = (0x40..<0x58).map { UInt8($0) }
+        let ad = (0xA0..<0xB0).map { UInt8($0) } + [1, 0, 0, 0, 0, 0, 0, 0, 1]
+        let expected = bytes("2b08be40b61160d88faba69a8c3a722e521f2ee5a24a35b30893749757c18452cd7000ff8f4617260098f6a846")
+        let message = Array("protd AES-256-GCM test vector".utf8)
+        #expect(try seal(message, nonce: nonce, key: key, ad: ad) == expected)
+        #expect(try open(expected, nonce: nonce, key: key, ad: ad) == message)
+    }
+
     @Test("round-trips, and rejects any flipped byte, other associated data, another key or another nonce")
     func roundTripAndTamper() throws {
         let key = try SecretBytes.random(count: 32)

@@ -2,8 +2,8 @@ public import Sodium
 
 /// The cipher that seals a file's content segments. The raw value is the
 /// algorithm byte of the file header (docs/FORMAT.md); a file keeps the
-/// cipher it was created with, and every cipher can be read whatever the
-/// store's setting for new files.
+/// cipher it was created with, and is read with it whatever the store's
+/// setting for new files (AES-256-GCM files only on a CPU with AES-NI).
 public enum ContentCipher: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     /// XChaCha20-Poly1305: runs on every CPU.
     case xChaCha20Poly1305 = 1

@@ -75,7 +75,6 @@ final class FileKey: Sendable {
     }
 
     private static func unwrapOpened(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
-        try checkAvailable(header.algorithm)
         let key: FileKey
         do {
             switch header.protection {
@@ -97,6 +96,14 @@ final class FileKey: Sendable {
             key.wipe()
             throw ProtectionError.integrity("the file header was modified")
         }
+        // Only once the header (and so its algorithm byte) is authentic: a
+        // flipped byte must read as tampering, not as a missing CPU feature.
+        do {
+            try checkAvailable(header.algorithm)
+        } catch {
+            key.wipe()
+            throw error
+        }
         return key
     }
 
@@ -108,7 +115,7 @@ final class FileKey: Sendable {
         return try KeyedBlake2b.mac(key: headerKey, parts: [header.taggedBytes], length: FileHeader.tagByteCount)
     }
 
-    /// Throws when this CPU cannot run `cipher`, before any key is touched.
+    /// Throws when this CPU cannot run `cipher`.
     private static func checkAvailable(_ cipher: ContentCipher) throws {
         guard cipher.isAvailable else {
             throw ProtectionError(.ioFailure, "the file's content cipher \(cipher) needs a CPU with AES-NI and PCLMUL, "

@@ -57,7 +57,8 @@ public final class Daemon: Service {
         server = DaemonServer(listener: listener, maximumConnections: configuration.maxConnections, context: context,
                               onReady: { notifier.ready() }, onStopping: { notifier.stopping() })
         logger.info("state loaded", metadata: ["protd.state": "\(store.lockState)",
-                                               "protd.passcode_set": "\(store.status.passcodeSet)"])
+                                               "protd.passcode_set": "\(store.status.passcodeSet)",
+                                               "protd.cipher": "\(storeConfiguration.cipher)"])
     }
 
     public func run() async throws {

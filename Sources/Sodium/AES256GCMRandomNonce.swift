@@ -10,9 +10,9 @@ internal import CSodium
 /// BLAKE2b in place of its AES-CMAC derivation; not compatible with it.)
 ///
 /// The subkey and its expanded round keys live in guarded memory, zeroed
-/// after each call, and the stack libsodium used is zeroed too. libsodium 1.0.18 runs AES-256-GCM only on x86-64 CPUs
-/// with AES-NI and PCLMUL (`isAvailable`); elsewhere every call throws
-/// `unsupportedCPU`.
+/// after each call, and the stack libsodium used is zeroed too. libsodium
+/// 1.0.18 runs AES-256-GCM only on x86-64 CPUs with AES-NI and PCLMUL
+/// (`isAvailable`); elsewhere every call throws `unsupportedCPU`.
 public enum AES256GCMRandomNonce: RandomNonceAEAD {
     private static let name = "AES-256-GCM"
     private static let subkeyLabel = Array("protd.aes-256-gcm.subkey.v1".utf8)
@@ -20,7 +20,7 @@ public enum AES256GCMRandomNonce: RandomNonceAEAD {
     private static let subkeyNonceByteCount = 12
     /// A scratch holds the expanded key state, then the subkey.
     private static let stateByteCount = (crypto_aead_aes256gcm_statebytes() + 63) & ~63
-    private static let scratches = GuardedScratchPool(byteCount: stateByteCount + 32, alignment: 64)
+    private static let scratches = GuardedScratchPool(byteCount: stateByteCount + keyByteCount, alignment: 64)
     /// The scratch pool (a test hook).
     static var scratchesForTesting: GuardedScratchPool { scratches }
 
@@ -33,14 +33,13 @@ public enum AES256GCMRandomNonce: RandomNonceAEAD {
         _ plaintext: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
         key: SecretBytes, into output: UnsafeMutableRawBufferPointer
     ) throws {
-        try RandomNonceAEADChecks.checkSeal(name, key: key, nonce: nonce, plaintext: plaintext.count, output: output.count)
+        try checkSeal(name, key: key, nonce: nonce, plaintext: plaintext.count, output: output.count)
         try withSubkeyState(key: key, nonce: nonce) { state, gcmNonce in
             _ = crypto_aead_aes256gcm_encrypt_afternm(
                 output.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
                 plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
                 additionalData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(additionalData.count),
                 nil, gcmNonce, state)
-            clearLibsodiumStack()
         }
     }
 
@@ -48,29 +47,23 @@ public enum AES256GCMRandomNonce: RandomNonceAEAD {
         _ ciphertext: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
         key: SecretBytes, into output: UnsafeMutableRawBufferPointer
     ) throws {
-        try RandomNonceAEADChecks.checkOpen(name, key: key, nonce: nonce, ciphertext: ciphertext.count, output: output.count)
+        try checkOpen(name, key: key, nonce: nonce, ciphertext: ciphertext.count, output: output.count)
         let status = try withSubkeyState(key: key, nonce: nonce) { state, gcmNonce in
-            defer { clearLibsodiumStack() }
-            return crypto_aead_aes256gcm_decrypt_afternm(
+            crypto_aead_aes256gcm_decrypt_afternm(
                 output.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil,
                 ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
                 additionalData.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(additionalData.count),
                 gcmNonce, state)
         }
-        guard status == 0 else { throw RandomNonceAEADChecks.authenticationFailed(clearing: output) }
-    }
-
-    /// libsodium 1.0.18's AES-NI code leaves the GHASH key `H` and the
-    /// tag mask `E(J0)` of the segment's subkey in its stack frame, which
-    /// would let a reader of the stack forge that segment: zeroes the stack
-    /// just used, right after each call returns.
-    private static func clearLibsodiumStack() {
-        sodium_stackzero(4096)
+        guard status == 0 else { throw authenticationFailed(clearing: output) }
     }
 
     /// Derives this message's subkey from `key` and the first 12 bytes of
     /// `nonce`, expands it, and runs `body` with the expanded state and
-    /// GCM's nonce (the last 12 bytes).
+    /// GCM's nonce (the last 12 bytes). libsodium 1.0.18's AES-NI code
+    /// leaves the GHASH key `H` and the tag mask `E(J0)` in its stack frame,
+    /// which would let a reader of the stack forge the segment, so the
+    /// stack `body` used is zeroed as soon as it returns.
     private static func withSubkeyState<R>(
         key: SecretBytes, nonce: UnsafeRawBufferPointer,
         _ body: (UnsafeMutablePointer<crypto_aead_aes256gcm_state>, UnsafePointer<UInt8>) throws -> R
@@ -79,13 +72,14 @@ public enum AES256GCMRandomNonce: RandomNonceAEAD {
             throw SodiumError(.unsupportedCPU, "AES-256-GCM needs a CPU with AES-NI and PCLMUL; this one lacks them")
         }
         return try scratches.withScratch { base in
-            let subkey = UnsafeMutableRawBufferPointer(start: base + stateByteCount, count: 32)
+            let subkey = UnsafeMutableRawBufferPointer(start: base + stateByteCount, count: keyByteCount)
             try subkeyLabel.withUnsafeBytes { label in
                 try KeyedBlake2b.hash(key: key, buffers: [label, UnsafeRawBufferPointer(rebasing: nonce[..<subkeyNonceByteCount])],
                                       into: subkey)
             }
             let state = base.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self)
             _ = crypto_aead_aes256gcm_beforenm(state, subkey.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            defer { sodium_stackzero(4096) }
             return try body(state, (nonce.baseAddress! + subkeyNonceByteCount).assumingMemoryBound(to: UInt8.self))
         }
     }

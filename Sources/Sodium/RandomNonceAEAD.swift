@@ -21,14 +21,16 @@ public protocol RandomNonceAEAD: Sendable {
     ) throws
 }
 
-/// The argument checks every `RandomNonceAEAD` makes before calling
-/// libsodium.
-enum RandomNonceAEADChecks {
-    static let keyByteCount = 32
-    static let nonceByteCount = 24
-    static let tagByteCount = 16
+extension RandomNonceAEAD {
+    /// Key length in bytes.
+    public static var keyByteCount: Int { 32 }
+    /// Nonce length in bytes.
+    public static var nonceByteCount: Int { 24 }
+    /// Authentication tag length in bytes.
+    public static var tagByteCount: Int { 16 }
 
-    /// Checks the key, the nonce and that `output` is `plaintext` plus a tag.
+    /// Checks, before libsodium runs, the key, the nonce and that `output`
+    /// is `plaintext` plus a tag; `cipher` names the cipher in messages.
     static func checkSeal(_ cipher: String, key: SecretBytes, nonce: UnsafeRawBufferPointer, plaintext: Int, output: Int) throws {
         try checkLengths(cipher, key: key, nonce: nonce)
         guard output == plaintext + tagByteCount else {

@@ -4,12 +4,6 @@ internal import CSodium
 /// `crypto_aead_xchacha20poly1305_ietf_*`), with a 24-byte nonce that is
 /// safe to pick at random for every message.
 public enum XChaCha20Poly1305: RandomNonceAEAD {
-    /// Key length in bytes.
-    public static let keyByteCount = 32
-    /// Nonce length in bytes.
-    public static let nonceByteCount = 24
-    /// Authentication tag length in bytes.
-    public static let tagByteCount = 16
     private static let name = "XChaCha20-Poly1305"
 
     /// Encrypts `plaintext` into `output`, which must hold exactly
@@ -21,7 +15,7 @@ public enum XChaCha20Poly1305: RandomNonceAEAD {
         key: SecretBytes,
         into output: UnsafeMutableRawBufferPointer
     ) throws {
-        try RandomNonceAEADChecks.checkSeal(name, key: key, nonce: nonce, plaintext: plaintext.count, output: output.count)
+        try checkSeal(name, key: key, nonce: nonce, plaintext: plaintext.count, output: output.count)
         try key.withUnsafeBytes { keyBytes in
             _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
                 output.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
@@ -43,7 +37,7 @@ public enum XChaCha20Poly1305: RandomNonceAEAD {
         key: SecretBytes,
         into output: UnsafeMutableRawBufferPointer
     ) throws {
-        try RandomNonceAEADChecks.checkOpen(name, key: key, nonce: nonce, ciphertext: ciphertext.count, output: output.count)
+        try checkOpen(name, key: key, nonce: nonce, ciphertext: ciphertext.count, output: output.count)
         let status = try key.withUnsafeBytes { keyBytes in
             crypto_aead_xchacha20poly1305_ietf_decrypt(
                 output.baseAddress?.assumingMemoryBound(to: UInt8.self), nil,
@@ -53,7 +47,7 @@ public enum XChaCha20Poly1305: RandomNonceAEAD {
                 nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
                 keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
-        guard status == 0 else { throw RandomNonceAEADChecks.authenticationFailed(clearing: output) }
+        guard status == 0 else { throw authenticationFailed(clearing: output) }
     }
 
     /// Wraps a secret (a key) under `key`: returns `nonce || ciphertext || tag`

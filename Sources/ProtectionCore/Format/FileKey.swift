@@ -20,14 +20,13 @@ final class FileKey: Sendable {
     }
 
     /// A fresh key and the header of a new file in `protection` with a
-    /// random file id; checks the segment size and that this CPU runs
-    /// `cipher`.
+    /// random file id; checks the segment size. (`ProtectedStore.init`
+    /// checks that this CPU runs the cipher.)
     static func newFile(protection: ProtectionClass, format: ContentFormat, keys: ClassKeys) throws -> (FileKey, FileHeader) {
         let segmentSize = format.segmentSize
         guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
         }
-        try checkAvailable(format.cipher)
         return try keys.withMemoryOpen(for: protection) {
             let key = try generate(cipher: format.cipher)
             do {
@@ -98,11 +97,10 @@ final class FileKey: Sendable {
         }
         // Only once the header (and so its algorithm byte) is authentic: a
         // flipped byte must read as tampering, not as a missing CPU feature.
-        do {
-            try checkAvailable(header.algorithm)
-        } catch {
+        guard header.algorithm.isAvailable else {
             key.wipe()
-            throw error
+            throw ProtectionError(.ioFailure, "the file's content cipher \(header.algorithm) needs a CPU with AES-NI and "
+                                  + "PCLMUL, which this one lacks; read it on such a machine")
         }
         return key
     }
@@ -113,14 +111,6 @@ final class FileKey: Sendable {
         let headerKey = try KeyedBlake2b.deriveKey(key: secret, parts: [Self.headerKeyLabel])
         defer { headerKey.wipe() }
         return try KeyedBlake2b.mac(key: headerKey, parts: [header.taggedBytes], length: FileHeader.tagByteCount)
-    }
-
-    /// Throws when this CPU cannot run `cipher`.
-    private static func checkAvailable(_ cipher: ContentCipher) throws {
-        guard cipher.isAvailable else {
-            throw ProtectionError(.ioFailure, "the file's content cipher \(cipher) needs a CPU with AES-NI and PCLMUL, "
-                                  + "which this one lacks; read it on such a machine")
-        }
     }
 
     /// Encrypts one segment into `output` (`nonce || ciphertext || tag`,

@@ -40,7 +40,9 @@ public final class ProtectedStore: Sendable {
     private let state: LockedState<State>
     private let files: FileStore
     /// Segment size and cipher of new files.
-    private let format: ContentFormat
+    private var format: ContentFormat {
+        ContentFormat(segmentSize: configuration.segmentSize, cipher: configuration.cipher)
+    }
     private let configuration: StoreConfiguration
     private let directoryLock: StateDirectoryLock
 
@@ -67,7 +69,6 @@ public final class ProtectedStore: Sendable {
         }
         state = LockedState(State(keyBag: keyBag, machine: LockStateMachine(passcodeSet: keyBag.hasPasscode)))
         files = FileStore(root: configuration.stateDirectory + "/store")
-        format = ContentFormat(segmentSize: configuration.segmentSize, cipher: configuration.cipher)
         self.configuration = configuration
         try files.removeLeftoverTemporaryFiles()
     }

@@ -16,6 +16,8 @@ struct LargeFileWorkload {
     static let segment = 64 * 1024
 
     var bytes: Int { options.sizeMiB << 20 }
+    /// The workload column of every row.
+    var label: String { "large file \(options.sizeMiB) MiB" }
     var mebibytes: Double { Double(options.sizeMiB) }
 
     /// MiB/s for each timing.
@@ -45,7 +47,6 @@ struct LargeFileWorkload {
         let floorWrite = min(rates.ceilingSeal.median, plainWrite.median)
         let floorRead = min(rates.ceilingOpen.median, plainRead.median)
 
-        let label = "large file \(options.sizeMiB) MiB"
         report.add(Row(workload: label, measure: "plain file write (floor)", unit: "MiB/s", sample: plainWrite,
                        note: "a new file, as protd writes one (a whole-file write goes to a new file, then rename)"))
         report.add(Row(workload: label, measure: "plain file overwrite in place", unit: "MiB/s",
@@ -79,7 +80,7 @@ struct LargeFileWorkload {
         let bounds = reportBounds(costs, cipher: cipher, targetWrite: 0.75 * floorWrite, targetRead: 0.75 * floorRead,
                                   writeCPU: protd.writeCPU, readCPU: protd.readCPU, storeWrite: storeWrite.median,
                                   storeRead: storeRead.median, overwrite: plainOverwrite.median)
-        try await otherCipherThroughProtd(than: cipher, content: content, chunks: chunks, preferred: protd)
+        try await otherCipherThroughProtd(preferred: cipher, run: protd, content: content, chunks: chunks)
         let peers = PeerContext(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, cipher: cipher)
         try age(peers, content: content, chunks: chunks)
         try gocryptfs(peers, content: content, chunks: chunks)
@@ -135,8 +136,8 @@ struct LargeFileWorkload {
     /// The same write and read through a second protd set to the other
     /// cipher, so the choice of default rests on protd's own throughput on
     /// this CPU, not only on the ciphers' raw speed.
-    private func otherCipherThroughProtd(than preferred: ContentCipher, content: [UInt8], chunks: Int,
-                                         preferred run: ProtdRun) async throws {
+    private func otherCipherThroughProtd(preferred: ContentCipher, run: ProtdRun, content: [UInt8], chunks: Int)
+        async throws {
         guard preferred != .xChaCha20Poly1305 else {
             report.skip("protd with aes-256-gcm: this CPU lacks AES-NI or PCLMUL, so libsodium does not offer "
                         + "AES-256-GCM and protd's auto setting uses xchacha20-poly1305")
@@ -148,7 +149,6 @@ struct LargeFileWorkload {
         let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         let alternative = try await measureProtd(daemon: daemon, client: client, content: content, chunks: chunks)
         await client.close()
-        let label = "large file \(options.sizeMiB) MiB"
         let note = "a second protd, set to storage.cipher \(other), right after the first"
         report.add(Row(workload: label, measure: "protd write, \(other)", unit: "MiB/s", sample: alternative.write, note: note))
         report.add(Row(workload: label, measure: "protd read, \(other)", unit: "MiB/s", sample: alternative.read))
@@ -267,7 +267,6 @@ struct LargeFileWorkload {
     private func cipherRates(_ cipher: ContentCipher, cores: Int, isDefault: Bool) throws -> CipherRates {
         let (singleSeal, singleOpen) = try cryptoRates(cipher, threads: 1)
         let (ceilingSeal, ceilingOpen) = try cryptoRates(cipher, threads: cores)
-        let label = "large file \(options.sizeMiB) MiB"
         let ceiling = isDefault ? " (ceiling)" : ""
         let construction = cipher == .aes256GCM ? "; with a subkey per segment, as in protd's files" : ""
         report.add(Row(workload: label, measure: "raw libsodium \(cipher) seal, 1 core", unit: "MiB/s", sample: singleSeal,
@@ -337,7 +336,6 @@ struct LargeFileWorkload {
         }
         defer { mount.unmount() }
         let (write, _, read) = try plainFiles(at: mount.mountPoint + "/large", content: content, chunks: chunks)
-        let label = "large file \(options.sizeMiB) MiB"
         report.add(Row(workload: label, measure: "gocryptfs write", unit: "MiB/s", sample: write))
         report.add(Row(workload: label, measure: "gocryptfs read", unit: "MiB/s", sample: read,
                        note: "read back through FUSE right after writing; gocryptfs decrypts on every read"))
@@ -357,7 +355,6 @@ struct LargeFileWorkload {
     /// target `multiple`, and the bound when the peer is too fast for it.
     private func reportRatios(_ peers: PeerContext, peer: String, multiple: Double, write: (measure: String, rate: Double),
                               read: (measure: String, rate: Double)) {
-        let label = "large file \(options.sizeMiB) MiB"
         let times = multiple == multiple.rounded() ? "\(Int(multiple))" : "\(multiple)"
         for (side, protd, measured, bound) in [("write", peers.protdWrite, write, peers.bounds.write),
                                                ("read", peers.protdRead, read, peers.bounds.read)] {
@@ -431,8 +428,8 @@ struct LargeFileWorkload {
         }
         let encryptSample = Sample(values: encrypt)
         let decryptSample = Sample(values: decrypt)
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "age encrypt", unit: "MiB/s", sample: encryptSample))
-        report.add(Row(workload: "large file \(options.sizeMiB) MiB", measure: "age decrypt", unit: "MiB/s", sample: decryptSample))
+        report.add(Row(workload: label, measure: "age encrypt", unit: "MiB/s", sample: encryptSample))
+        report.add(Row(workload: label, measure: "age decrypt", unit: "MiB/s", sample: decryptSample))
         reportRatios(peers, peer: "age", multiple: 2, write: ("age encrypt", encryptSample.median),
                      read: ("age decrypt", decryptSample.median))
     }

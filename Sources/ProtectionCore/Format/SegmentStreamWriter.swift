@@ -120,8 +120,8 @@ final class SegmentStreamWriter {
                                             fileID: fileID, into: region)
                         // Written by the thread that sealed it, while the bytes are
                         // in that core's cache. One pwrite of the whole batch was
-                        // faster in-process but slower through the daemon's socket
-                        // (docs/DESIGN.md, section Writes).
+                        // faster in-process but no faster through the daemon's
+                        // socket (docs/DESIGN.md, section Writes).
                         let from = position == 0 ? start - prefix : start
                         try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: output[from..<end]),
                                          at: layout.offset(ofSegment: index) - (start - from), path: path)

@@ -47,10 +47,12 @@ deps:
 		$(SUDO) apt-get update && $(SUDO) apt-get install -y libsodium-dev pkg-config; \
 	fi
 
-## Tools some tests use (pamtester, systemd-analyze); those tests skip with a
-## reason when the tools are missing and cannot be installed (not root).
+## Tools some tests use (pamtester, systemd-analyze, qemu-x86_64 to run protd
+## on a CPU without AES-NI); those tests skip with a reason when the tools
+## are missing and cannot be installed (not root).
 test-deps: deps
-	@sh scripts/install-missing "the tests that need them" pamtester=pamtester systemd-analyze=systemd
+	@sh scripts/install-missing "the tests that need them" pamtester=pamtester systemd-analyze=systemd \
+		qemu-x86_64=qemu-user
 
 build: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)

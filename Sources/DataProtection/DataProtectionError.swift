@@ -31,6 +31,9 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     /// The daemon's operating system refused it something: an I/O
     /// operation (disk full...) or memory (see the message).
     case ioFailure(String)
+    /// The file was written with a content cipher this daemon's CPU cannot
+    /// run (AES-256-GCM without AES-NI); the file is intact.
+    case cipherUnavailable(String)
     /// The caller is not allowed to do this (lock, passwd and erase need privileges).
     case permissionDenied(String)
     /// One side sent something the other could not understand.
@@ -76,6 +79,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case keyBagCorrupt
         /// See `DataProtectionError.ioFailure`.
         case ioFailure
+        /// See `DataProtectionError.cipherUnavailable`.
+        case cipherUnavailable
         /// See `DataProtectionError.permissionDenied`.
         case permissionDenied
         /// See `DataProtectionError.protocolError`.
@@ -113,6 +118,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .handleClosed: .handleClosed
         case .keyBagCorrupt: .keyBagCorrupt
         case .ioFailure: .ioFailure
+        case .cipherUnavailable: .cipherUnavailable
         case .permissionDenied: .permissionDenied
         case .protocolError: .protocolError
         case .unsupportedVersion: .unsupportedVersion
@@ -131,7 +137,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
              .invalidName(let message), .integrityFailure(let message), .wrongPasscode(let message, _),
              .rateLimited(_, let message), .erasedAfterFailedAttempts(let message), .noPasscodeSet(let message),
              .invalidArgument(let message), .handleClosed(let message), .keyBagCorrupt(let message),
-             .ioFailure(let message), .permissionDenied(let message), .protocolError(let message),
+             .ioFailure(let message), .cipherUnavailable(let message), .permissionDenied(let message), .protocolError(let message),
              .unsupportedVersion(let message), .tooManyHandles(let message), .tooManyConnections(let message),
              .internalError(let message), .daemonUnavailable(let message):
             message
@@ -178,6 +184,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
             "The daemon's key bag is unusable; an administrator must check protd's state directory."
         case .ioFailure:
             "The daemon's system refused it an operation (storage or memory); an administrator should check the disk and the daemon's memory limits."
+        case .cipherUnavailable:
+            "The file was written with a cipher this machine's CPU cannot run; it is intact: read it where the CPU has AES-NI, or give the daemon's VM the host's CPU model."
         case .permissionDenied:
             "This user is not allowed to do that; ask an administrator."
         case .protocolError:
@@ -223,6 +231,7 @@ extension DataProtectionError {
         case .handleClosed: self = .handleClosed(message)
         case .keyBagCorrupt: self = .keyBagCorrupt(message)
         case .ioFailure: self = .ioFailure(message)
+        case .cipherUnavailable: self = .cipherUnavailable(message)
         case .permissionDenied: self = .permissionDenied(message)
         case .protocolError: self = .protocolError(message)
         case .unsupportedVersion: self = .unsupportedVersion(message)

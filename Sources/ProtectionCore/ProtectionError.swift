@@ -31,6 +31,9 @@ public struct ProtectionError: Error, Sendable, Equatable, CustomStringConvertib
         case keyBagCorrupt
         /// The operating system refused an I/O operation (disk full...).
         case ioFailure
+        /// The file's content cipher cannot run on this CPU (AES-256-GCM
+        /// without AES-NI); the file itself is intact.
+        case cipherUnavailable
     }
 
     /// What went wrong.

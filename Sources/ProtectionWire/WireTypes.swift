@@ -146,6 +146,7 @@ public enum WireErrorCode: UInt16, Sendable, Equatable, CaseIterable {
     case tooManyHandles = 17
     case tooManyConnections = 18
     case internalError = 19
+    case cipherUnavailable = 20
 
     /// The wire code for a ProtectionCore error code.
     public init(_ code: ProtectionError.Code) {
@@ -163,6 +164,7 @@ public enum WireErrorCode: UInt16, Sendable, Equatable, CaseIterable {
         case .handleClosed: self = .handleClosed
         case .keyBagCorrupt: self = .keyBagCorrupt
         case .ioFailure: self = .ioFailure
+        case .cipherUnavailable: self = .cipherUnavailable
         }
     }
 }

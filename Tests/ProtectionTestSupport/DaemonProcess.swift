@@ -14,6 +14,10 @@ public final class DaemonProcess: @unchecked Sendable {
     public let configPath: String
     private var process: Process?
     private let logPath: String
+    /// A command to run the binary under, e.g. `["qemu-x86_64", "-cpu",
+    /// "Nehalem"]` for a CPU without AES-NI; empty to run it directly.
+    /// Takes effect at the next `start()`.
+    public var launcher: [String] = []
 
     /// How often start-up tries to connect while waiting for the daemon.
     public static let readinessPollMilliseconds = 2
@@ -71,8 +75,9 @@ public final class DaemonProcess: @unchecked Sendable {
     /// daemon a test or the benchmark starts.
     public func start(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binaryPath)
-        process.arguments = ["--config", configPath] + extraArguments
+        let command = launcher + [Self.binaryPath, "--config", configPath] + extraArguments
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.environment = Self.childEnvironment(inheriting: ProcessInfo.processInfo.environment, adding: environment)
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

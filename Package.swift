@@ -193,6 +193,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "DataProtectionTests",
+            dependencies: ["DataProtection", "ProtectionTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "EndToEndTests",
             dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport"],
             swiftSettings: strictSettings

@@ -28,23 +28,16 @@ public struct FileChunks: AsyncSequence, Sendable {
 
     /// Reads the chunks of one pass over the file.
     public struct Iterator: AsyncIteratorProtocol {
-        private struct InFlight {
-            var offset: UInt64
-            var length: Int
-            var answer: PendingAnswer
-        }
-
         private let file: ProtectedFile
+        private let start: UInt64
         private let end: UInt64
         private var handle: ProtectedFile.Handle?
-        /// Where the next read request starts.
-        private var requestOffset: UInt64
-        private var inFlight: [InFlight] = []
+        private var reads: ReadAhead?
         private var finished = false
 
         init(file: ProtectedFile, start: UInt64, end: UInt64) {
             self.file = file
-            self.requestOffset = start
+            self.start = start
             self.end = end
         }
 
@@ -52,51 +45,25 @@ public struct FileChunks: AsyncSequence, Sendable {
         public mutating func next() async throws(DataProtectionError) -> [UInt8]? {
             guard !finished else { return nil }
             do {
-                return try await advance()
+                if reads == nil {
+                    let opened = try await file.open(.existing)
+                    handle = opened
+                    reads = ReadAhead(handle: opened, start: start, end: end)
+                }
+                guard let chunk = try await reads!.next() else {
+                    await finish()
+                    return nil
+                }
+                return chunk
             } catch {
                 await finish()
                 throw error
             }
         }
 
-        private mutating func advance() async throws(DataProtectionError) -> [UInt8]? {
-            let handle = try await openHandle()
-            let chunkSize = file.client.maximumChunkSize
-            while inFlight.count < FileChunks.readAhead && requestOffset < end {
-                let length = Int(Swift.min(UInt64(chunkSize), end - requestOffset))
-                inFlight.append(InFlight(offset: requestOffset, length: length,
-                                         answer: try await handle.submitRead(offset: requestOffset, length: length)))
-                requestOffset += UInt64(length)
-            }
-            guard !inFlight.isEmpty else {
-                await finish()
-                return nil
-            }
-            let read = inFlight.removeFirst()
-            let chunk = try await ProtectedFile.Handle.data(of: read.answer)
-            guard !chunk.isEmpty else {
-                await finish()
-                return nil
-            }
-            if chunk.count < read.length {
-                // A short read: the reads ahead assumed a full one, so start
-                // again right after what arrived (usually this is the end).
-                inFlight.removeAll()
-                requestOffset = read.offset + UInt64(chunk.count)
-            }
-            return chunk
-        }
-
-        private mutating func openHandle() async throws(DataProtectionError) -> ProtectedFile.Handle {
-            if let handle { return handle }
-            let opened = try await file.open(.existing)
-            handle = opened
-            return opened
-        }
-
         private mutating func finish() async {
             finished = true
-            inFlight.removeAll()
+            reads = nil
             await handle?.close()
             handle = nil
         }

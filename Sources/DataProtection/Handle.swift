@@ -48,34 +48,12 @@ extension ProtectedFile {
             // At most `FileChunks.readAhead` chunk reads in flight, and memory
             // for what arrives: a count far past the end of the file (a
             // "read everything") costs no more than the file.
-            let chunkSize = connection.maximumChunkSize
-            var inFlight: [(offset: UInt64, length: Int, answer: PendingAnswer)] = []
-            var position = offset
-            var remaining = count
+            let (end, overflow) = offset.addingReportingOverflow(UInt64(count))
+            var reads = ReadAhead(handle: self, start: offset, end: overflow ? .max : end)
             var content: [UInt8] = []
-            content.reserveCapacity(min(count, FileChunks.readAhead * chunkSize))
-            while true {
-                while inFlight.count < FileChunks.readAhead && remaining > 0 {
-                    let length = min(remaining, chunkSize)
-                    inFlight.append((position, length, try await submitRead(offset: position, length: length)))
-                    remaining -= length
-                    let (next, overflow) = position.addingReportingOverflow(UInt64(length))
-                    if overflow { remaining = 0 } else { position = next }
-                }
-                guard !inFlight.isEmpty else { return content }
-                let read = inFlight.removeFirst()
-                let piece = try await Self.data(of: read.answer)
-                content.append(contentsOf: piece)
-                guard piece.count < read.length else { continue }
-                // A short answer is the end of the file, unless a daemon cut
-                // it at a smaller chunk than this client uses (chunks are
-                // whole multiples of WireProtocol.chunkAlignment): then ask
-                // again from right after it; an empty answer ends the read.
-                guard !piece.isEmpty, piece.count % WireProtocol.chunkAlignment == 0 else { return content }
-                inFlight.removeAll()
-                position = read.offset + UInt64(piece.count)
-                remaining = count - content.count
-            }
+            content.reserveCapacity(min(count, FileChunks.readAhead * connection.maximumChunkSize))
+            while let piece = try await reads.next() { content.append(contentsOf: piece) }
+            return content
         }
 
         /// Writes `data` at `offset`, extending the file if needed, and

@@ -8,10 +8,15 @@ public final class RawConnection: @unchecked Sendable {
     public let fd: Int32
 
     /// Connects to `path`.
-    public init(path: String) throws {
+    public convenience init(path: String) throws {
         guard let fd = unixSocket(type: Int32(SOCK_STREAM.rawValue), path: path, connect) else {
             throw POSIXError(.ECONNREFUSED)
         }
+        self.init(fd: fd)
+    }
+
+    /// Takes over a connected socket, e.g. one a test's own listener accepted.
+    public init(fd: Int32) {
         self.fd = fd
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

@@ -28,7 +28,7 @@ struct ContentCipherTests {
         for other in StoreFixture.ciphers {
             var configuration = fixture.configuration
             configuration.cipher = other
-            let store = try ProtectedStore(configuration: configuration, clock: fixture.clock)
+            let store = try fixture.reopen(configuration)
             defer { store.shutdown() }
             let old = fixture.name("old-\(other)")
             #expect(try store.read(old, in: fixture.namespace) == content)

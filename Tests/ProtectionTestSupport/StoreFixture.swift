@@ -1,5 +1,6 @@
 public import ProtectionCore
 public import Sodium
+internal import Glibc
 
 /// A `ProtectedStore` in a temporary state directory with a cheap (but
 /// real) Argon2id cost and a manual clock. `restart()` drops the store and
@@ -33,7 +34,25 @@ public final class StoreFixture: @unchecked Sendable {
     /// Shuts the store down and opens the directory again.
     public func restart() throws {
         store.shutdown()
-        store = try ProtectedStore(configuration: configuration, clock: clock)
+        store = try reopen()
+    }
+
+    /// A new store on this directory (with `configuration`, by default the
+    /// fixture's) once the previous one has shut down. For up to 2 s it
+    /// retries while the directory still looks locked: a process that a
+    /// concurrent test spawns holds a copy of every descriptor of the test
+    /// process, the old store's locked one too, from its fork until its exec
+    /// closes them (O_CLOEXEC). protd spawns nothing, so only tests meet this.
+    public func reopen(_ configuration: StoreConfiguration? = nil) throws -> ProtectedStore {
+        let deadline = ContinuousClock.now + .seconds(2)
+        while true {
+            do {
+                return try ProtectedStore(configuration: configuration ?? self.configuration, clock: clock)
+            } catch let error as ProtectionError
+                where error.message.contains("already using the state directory") && ContinuousClock.now < deadline {
+                usleep(2_000)
+            }
+        }
     }
 
     /// A passcode as guarded bytes.

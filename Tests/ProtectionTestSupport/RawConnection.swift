@@ -15,10 +15,11 @@ public final class RawConnection: @unchecked Sendable {
         self.init(fd: fd)
     }
 
-    /// Takes over a connected socket, e.g. one a test's own listener accepted.
-    public init(fd: Int32) {
+    /// Takes over a connected socket, e.g. one a test's own listener
+    /// accepted; reads give up after `receiveTimeoutSeconds`.
+    public init(fd: Int32, receiveTimeoutSeconds: Int = 5) {
         self.fd = fd
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 

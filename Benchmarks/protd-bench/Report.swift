@@ -81,7 +81,7 @@ final class Report {
                 + "\(row.met.map { $0 ? "yes" : "**no**" } ?? "") |\n"
         }
         if !bounds.isEmpty {
-            text += "\n## What bounds the targets not met\n\n" + bounds.map { "- \($0)" }.joined(separator: "\n") + "\n"
+            text += "\n## What bounds the targets not met, or that nothing does\n\n" + bounds.map { "- \($0)" }.joined(separator: "\n") + "\n"
         }
         if !skipped.isEmpty {
             text += "\n## Not measured here\n\n" + skipped.map { "- \($0)" }.joined(separator: "\n") + "\n"

@@ -137,9 +137,9 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
              .invalidName(let message), .integrityFailure(let message), .wrongPasscode(let message, _),
              .rateLimited(_, let message), .erasedAfterFailedAttempts(let message), .noPasscodeSet(let message),
              .invalidArgument(let message), .handleClosed(let message), .keyBagCorrupt(let message),
-             .ioFailure(let message), .cipherUnavailable(let message), .permissionDenied(let message), .protocolError(let message),
-             .unsupportedVersion(let message), .tooManyHandles(let message), .tooManyConnections(let message),
-             .internalError(let message), .daemonUnavailable(let message):
+             .ioFailure(let message), .cipherUnavailable(let message), .permissionDenied(let message),
+             .protocolError(let message), .unsupportedVersion(let message), .tooManyHandles(let message),
+             .tooManyConnections(let message), .internalError(let message), .daemonUnavailable(let message):
             message
         case .cancelled:
             ""

@@ -75,6 +75,12 @@ extension ProtectionError {
         ProtectionError(.protectedDataUnavailable, "\(name) was closed by a lock or erase while it was being opened; try again")
     }
 
+    /// `cipher` cannot run on this CPU; `subject` is what needs it, and
+    /// `advice` what to do instead.
+    static func cipherUnavailable(_ cipher: ContentCipher, for subject: String, _ advice: String) -> ProtectionError {
+        ProtectionError(.cipherUnavailable, "\(subject) \(cipher) needs a CPU with AES-NI and PCLMUL, which this one lacks; \(advice)")
+    }
+
     static func integrity(_ detail: String) -> ProtectionError {
         ProtectionError(.integrityFailure, "integrity check failed: \(detail)")
     }

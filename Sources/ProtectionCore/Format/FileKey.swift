@@ -99,8 +99,7 @@ final class FileKey: Sendable {
         // flipped byte must read as tampering, not as a missing CPU feature.
         guard header.algorithm.isAvailable else {
             key.wipe()
-            throw ProtectionError(.cipherUnavailable, "the file's content cipher \(header.algorithm) needs a CPU with AES-NI and "
-                                  + "PCLMUL, which this one lacks; read it on such a machine")
+            throw ProtectionError.cipherUnavailable(header.algorithm, for: "the file's content cipher", "read it on such a machine")
         }
         return key
     }

@@ -54,7 +54,8 @@ public final class ProtectedStore: Sendable {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes) bytes")
         }
         guard configuration.cipher.isAvailable else {
-            throw ProtectionError(.invalidArgument, "cipher \(configuration.cipher) needs a CPU with AES-NI and PCLMUL")
+            throw ProtectionError.cipherUnavailable(configuration.cipher, for: "new files' cipher",
+                                                    "choose xchacha20-poly1305 or auto")
         }
         try Posix.makeDirectories(configuration.stateDirectory)
         directoryLock = try StateDirectoryLock(directory: configuration.stateDirectory)

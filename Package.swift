@@ -199,7 +199,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport"],
+            dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport", "Sodium"],
             swiftSettings: strictSettings
         ),
     ],

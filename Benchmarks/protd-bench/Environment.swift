@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import ProtectionTestSupport
+import Sodium
 
 /// The machine and the peer tools, and small process helpers.
 enum BenchEnvironment {
@@ -42,7 +43,7 @@ enum BenchEnvironment {
         facts["date"] = ISO8601DateFormatter().string(from: Date())
         facts["os"] = ((try? String(contentsOfFile: "/etc/debian_version", encoding: .utf8)) ?? "?")
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        facts["libsodium"] = (try? run("/usr/bin/dpkg-query", ["-W", "-f=${Version}", "libsodium23"]).stdout) ?? "?"
+        facts["libsodium"] = SodiumRuntime.version
         if let gocryptfs = which("gocryptfs") {
             facts["gocryptfs"] = (try? run(gocryptfs, ["-version"]).stdout.split(separator: "\n").first.map(String.init)) ?? "?"
         }

@@ -2,6 +2,7 @@ internal import Glibc
 public import Logging
 public import ProtectionConfiguration
 internal import ProtectionCore
+internal import Sodium
 public import ServiceLifecycle
 
 /// The whole daemon built from its configuration: the store, lock
@@ -58,7 +59,8 @@ public final class Daemon: Service {
                               onReady: { notifier.ready() }, onStopping: { notifier.stopping() })
         logger.info("state loaded", metadata: ["protd.state": "\(store.lockState)",
                                                "protd.passcode_set": "\(store.status.passcodeSet)",
-                                               "protd.cipher": "\(storeConfiguration.cipher)"])
+                                               "protd.cipher": "\(storeConfiguration.cipher)",
+                                               "protd.libsodium": "\(SodiumRuntime.version)"])
     }
 
     public func run() async throws {

@@ -11,8 +11,9 @@ internal import CSodium
 ///
 /// The subkey and its expanded round keys live in guarded memory, zeroed
 /// after each call, and the stack libsodium used is zeroed too. libsodium
-/// 1.0.18 runs AES-256-GCM only on x86-64 CPUs with AES-NI and PCLMUL
-/// (`isAvailable`); elsewhere every call throws `unsupportedCPU`.
+/// runs AES-256-GCM only where the CPU has AES instructions (AES-NI and
+/// PCLMUL on x86-64; `isAvailable`); elsewhere every call throws
+/// `unsupportedCPU`.
 public enum AES256GCMRandomNonce: RandomNonceAEAD {
     private static let name = "AES-256-GCM"
     private static let subkeyLabel = Array("protd.aes-256-gcm.subkey.v1".utf8)
@@ -62,8 +63,8 @@ public enum AES256GCMRandomNonce: RandomNonceAEAD {
     /// `nonce`, expands it, and runs `body` with the expanded state and
     /// GCM's nonce (the last 12 bytes). libsodium 1.0.18's AES-NI code
     /// leaves the GHASH key `H` and the tag mask `E(J0)` in its stack frame,
-    /// which would let a reader of the stack forge the segment, so the
-    /// stack `body` used is zeroed as soon as it returns.
+    /// which would let a reader of the stack forge the segment (1.0.20's
+    /// may too), so the stack `body` used is zeroed as soon as it returns.
     private static func withSubkeyState<R>(
         key: SecretBytes, nonce: UnsafeRawBufferPointer,
         _ body: (UnsafeMutablePointer<crypto_aead_aes256gcm_state>, UnsafePointer<UInt8>) throws -> R

@@ -1,6 +1,7 @@
 import DataProtection
 import Foundation
 import ProtectionTestSupport
+import Sodium
 import Testing
 
 /// Running protd the way administrators do: other users, systemd
@@ -85,6 +86,13 @@ struct OperationsEndToEndTests {
         #expect(stop?.status == 0)
         let stopping = try #require(notify.receive())
         #expect(stopping.contains("STOPPING=1"))
+    }
+
+    @Test("protd's start log names the libsodium it runs: the one this build linked (1.0.20 through make)")
+    func startLogNamesLibsodium() throws {
+        let daemon = try DaemonProcess()
+        #expect(!SodiumRuntime.version.isEmpty)
+        #expect(daemon.log.contains("protd.libsodium=\(SodiumRuntime.version)"), "\(daemon.log)")
     }
 
     @Test("started by systemd-socket-activate with a listening socket passed in, protd serves on it",

@@ -58,6 +58,7 @@ final class Connection {
             logger.debug("connection ended", metadata: ["protd.error": "\(error)"])
         }
         await release()
+        ChunkBodyPool.releaseFreeBlocks()
         logger.debug("client disconnected")
     }
 
@@ -91,6 +92,7 @@ final class Connection {
     /// Answers one request; failures become error answers, except
     /// protocol violations, which end the connection.
     private func serve(_ request: Request, id: UInt32) async throws {
+        defer { if Self.endsAStream(request) { ChunkBodyPool.releaseFreeBlocks() } }
         do {
             if let answer = try await answer(request, id: id) {
                 try await send(answer, id: id)
@@ -315,6 +317,15 @@ final class Connection {
         guard handles.count + writes.count < context.maximumOpenHandles else {
             throw WireError(.tooManyHandles, "this connection already has \(handles.count) open handles and "
                             + "\(writes.count) writes in progress; close or finish some first")
+        }
+    }
+
+    /// Whether `request` ends a stream of data chunks, after which the
+    /// pooled copies of its chunks are unmapped.
+    private static func endsAStream(_ request: Request) -> Bool {
+        switch request {
+        case .writeEnd, .writeAbort, .handleClose: true
+        default: false
         }
     }
 

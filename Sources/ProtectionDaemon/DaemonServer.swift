@@ -54,7 +54,8 @@ public final class DaemonServer: Service {
             PeerCredentials.read(from: channel).flatMapThrowing { peer in
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength,
-                                                      copyThreshold: FrameDecoder.chunkCopyThreshold)))
+                                                      copyThreshold: FrameDecoder.chunkCopyThreshold,
+                                                      copyAllocator: ChunkBodyPool.allocator)))
                 let events = try EventSinkReference.install(in: channel)
                 try channel.pipeline.syncOperations.addHandler(FrameWriter())
                 return AcceptedConnection(peer: peer, events: events,
@@ -65,6 +66,10 @@ public final class DaemonServer: Service {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.recvAllocator, value: WireProtocol.receiveBufferAllocator)
+            // One read (of up to 1 MiB) per wake-up: NIO's default of four let
+            // a streamed write's chunks pile up past the inbound queue's limit
+            // before it paused reading (docs/DESIGN.md, Memory).
+            .childChannelOption(.maxMessagesPerRead, value: 1)
             .childChannelOption(.socketOption(.so_sndbuf), value: WireProtocol.socketBufferBytes)
         let server: NIOAsyncChannel<AcceptedConnection, Never>
         switch listener {

@@ -42,6 +42,8 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
     /// Bodies at least this long are copied out of the receive buffer;
     /// shorter ones (all, when nil) stay slices of it.
     public let copyThreshold: Int?
+    /// Where the copies' memory comes from.
+    public let copyAllocator: ByteBufferAllocator
 
     /// The daemon's `copyThreshold`: data chunks. A slice keeps the whole
     /// buffer it arrived in (up to 1 MiB) alive while its frame waits to be
@@ -54,9 +56,10 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
 
     /// Makes a decoder with a hard size limit, copying out bodies of
     /// `copyThreshold` bytes or more.
-    public init(maximumFrameLength: Int, copyThreshold: Int? = nil) {
+    public init(maximumFrameLength: Int, copyThreshold: Int? = nil, copyAllocator: ByteBufferAllocator = ByteBufferAllocator()) {
         self.maximumFrameLength = maximumFrameLength
         self.copyThreshold = copyThreshold
+        self.copyAllocator = copyAllocator
     }
 
     public mutating func decode(buffer: inout ByteBuffer) throws -> Frame? {
@@ -75,7 +78,7 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
         let requestID: UInt32 = buffer.readInteger(endianness: .big)!
         var body = buffer.readSlice(length: Int(length) - Frame.headerByteCount)!
         if let copyThreshold, body.readableBytes >= copyThreshold {
-            var copy = ByteBufferAllocator().buffer(capacity: body.readableBytes)
+            var copy = copyAllocator.buffer(capacity: body.readableBytes)
             copy.writeBuffer(&body)
             body = copy
         }

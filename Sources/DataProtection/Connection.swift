@@ -211,6 +211,13 @@ final class Connection: Sendable {
         try await send(frames: requests.map { $0.frame(requestID: requestID) })
     }
 
+    /// Completes once the event loop has run everything sent before it
+    /// (handed each frame to the socket, or queued it there while the socket
+    /// is full).
+    func loopBarrier() -> EventLoopFuture<Void> {
+        channel.eventLoop.submit {}
+    }
+
     /// Sends frames already built (with their request ids) in a single write.
     func send(frames: [Frame]) async throws(DataProtectionError) {
         if let closed = router.closedError { throw closed }

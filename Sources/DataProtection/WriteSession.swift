@@ -14,8 +14,18 @@ struct WriteSession {
     /// Bytes waiting to fill a chunk; always shorter than `chunkSize`.
     private var buffered: [UInt8] = []
     /// The last chunk's frame body, reused for the next chunk once the
-    /// socket is done with it.
-    private var chunkBody = ByteBuffer()
+    /// socket is done with it. Its memory, and that of the bodies made when
+    /// it is still in use, comes from `ChunkBodyPool`, whose blocks are
+    /// already paged in after the first few chunks.
+    private var chunkBody = ChunkBodyPool.allocator.buffer(capacity: 0)
+    /// One `Connection.loopBarrier()` per chunk sent, the oldest first: a
+    /// chunk waits for the barrier `chunksAhead` chunks back.
+    private var barriers: [EventLoopFuture<Void>] = []
+    /// How many chunks a write may run ahead of the event loop. The
+    /// NIOAsyncWriter stays writable until the loop has taken what it was
+    /// given, so a caller with its data at hand sent 16 chunks and more ahead
+    /// of it, each in a body of its own (docs/DESIGN.md, Memory).
+    static let chunksAhead = 4
     /// `writeEnd` or `writeAbort` went out: nothing more may follow.
     private var ended = false
 
@@ -65,6 +75,7 @@ struct WriteSession {
 
     /// Sends what is left and `writeEnd`, and returns the bytes written.
     mutating func finish() async throws(DataProtectionError) -> UInt64 {
+        defer { releaseChunkMemory() }
         if !buffered.isEmpty {
             try await sendChunk(buffered[...])
             buffered = []
@@ -91,6 +102,7 @@ struct WriteSession {
     mutating func abandon() async {
         guard !ended else { return }
         ended = true
+        defer { releaseChunkMemory() }
         // A cancelled task cannot send: the abort goes out on its own, or
         // the daemon would keep the temporary file until the client leaves.
         guard !Task.isCancelled else {
@@ -99,9 +111,21 @@ struct WriteSession {
         try? await connection.send(.writeAbort, requestID: pending.requestID)
     }
 
+    /// Drops the chunk body and unmaps the pool's free blocks, so no chunk's
+    /// content stays in them once the write is over. Bodies the socket still
+    /// holds go back to the pool, for the next write's end to unmap.
+    private mutating func releaseChunkMemory() {
+        chunkBody = ByteBuffer()
+        ChunkBodyPool.releaseFreeBlocks()
+    }
+
     private mutating func sendChunk(_ bytes: ArraySlice<UInt8>) async throws(DataProtectionError) {
+        if barriers.count == Self.chunksAhead {
+            try? await barriers.removeFirst().get()
+        }
         try checkBeforeSending()
         try await connection.send(frames: [Request.writeChunkFrame(bytes, requestID: pending.requestID, into: &chunkBody)])
+        barriers.append(connection.loopBarrier())
     }
 
     /// Stops on an early error answer or a cancelled task.

@@ -14,10 +14,8 @@ struct WriteSession {
     /// Bytes waiting to fill a chunk; always shorter than `chunkSize`.
     private var buffered: [UInt8] = []
     /// The last chunk's frame body, reused for the next chunk once the
-    /// socket is done with it. Its memory, and that of the bodies made when
-    /// it is still in use, comes from `ChunkBodyPool`, whose blocks are
-    /// already paged in after the first few chunks.
-    private var chunkBody = ChunkBodyPool.allocator.buffer(capacity: 0)
+    /// socket is done with it.
+    private var chunkBody = ByteBuffer()
     /// One `Connection.loopBarrier()` per chunk sent, the oldest first: a
     /// chunk waits for the barrier `chunksAhead` chunks back.
     private var barriers: [EventLoopFuture<Void>] = []
@@ -75,7 +73,6 @@ struct WriteSession {
 
     /// Sends what is left and `writeEnd`, and returns the bytes written.
     mutating func finish() async throws(DataProtectionError) -> UInt64 {
-        defer { releaseChunkMemory() }
         if !buffered.isEmpty {
             try await sendChunk(buffered[...])
             buffered = []
@@ -102,21 +99,12 @@ struct WriteSession {
     mutating func abandon() async {
         guard !ended else { return }
         ended = true
-        defer { releaseChunkMemory() }
         // A cancelled task cannot send: the abort goes out on its own, or
         // the daemon would keep the temporary file until the client leaves.
         guard !Task.isCancelled else {
             return connection.sendDetached(.writeAbort, requestID: pending.requestID)
         }
         try? await connection.send(.writeAbort, requestID: pending.requestID)
-    }
-
-    /// Drops the chunk body and unmaps the pool's free blocks, so no chunk's
-    /// content stays in them once the write is over. Bodies the socket still
-    /// holds go back to the pool, for the next write's end to unmap.
-    private mutating func releaseChunkMemory() {
-        chunkBody = ByteBuffer()
-        ChunkBodyPool.releaseFreeBlocks()
     }
 
     private mutating func sendChunk(_ bytes: ArraySlice<UInt8>) async throws(DataProtectionError) {

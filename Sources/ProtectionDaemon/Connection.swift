@@ -58,7 +58,6 @@ final class Connection {
             logger.debug("connection ended", metadata: ["protd.error": "\(error)"])
         }
         await release()
-        ChunkBodyPool.releaseFreeBlocks()
         logger.debug("client disconnected")
     }
 

@@ -114,6 +114,9 @@ public final class DaemonServer: Service {
     }
 
     private func serve(_ accepted: AcceptedConnection) async {
+        // Chunks the connection left behind (a write cut off, a refused
+        // client's frames) go back to the pool as it closes: unmap them.
+        defer { ChunkBodyPool.releaseFreeBlocks() }
         let (connection, peer) = (accepted.channel, accepted.peer)
         // Administrators get a few slots beyond the limit, so that clients
         // holding every ordinary one cannot keep them from locking.

@@ -1,5 +1,5 @@
 import NIOCore
-@testable import ProtectionWire
+@testable import ProtectionDaemon
 import Testing
 
 /// The decoder's pool of chunk copies: blocks come back for reuse, only a

@@ -2,9 +2,8 @@ internal import Glibc
 @_spi(CustomByteBufferAllocator) public import NIOCore
 internal import Synchronization
 
-/// Memory for data chunks: the client's chunk frames (`WriteSession`) and
-/// the daemon's copies of them out of the receive buffer
-/// (`FrameDecoder.chunkCopyThreshold`). NIO rounds every buffer up to
+/// Memory for the data chunks the frame decoder copies out of the receive
+/// buffer (`FrameDecoder.chunkCopyThreshold`). NIO rounds every buffer up to
 /// a power of two, so a 512 KiB chunk with its 4-byte length takes a 1 MiB
 /// block and fills half of it. From glibc's heap, freed blocks merged and
 /// came back at shifted offsets until their untouched halves were touched
@@ -12,8 +11,8 @@ internal import Synchronization
 /// each block is mapped once and, when freed, kept on a short list of its
 /// size and handed out again (last freed, first out), so a stream reuses the
 /// same few blocks and only their used parts are ever resident (docs/DESIGN.md,
-/// Memory). `releaseFreeBlocks()` unmaps the kept blocks once a write ends,
-/// so the content they held does not outlive the write.
+/// Memory). `releaseFreeBlocks()` unmaps the kept blocks when a write ends
+/// or a connection closes, so what they held does not stay mapped long after.
 public enum ChunkBodyPool {
     /// The allocator whose buffers come from the pool.
     public static let allocator = ByteBufferAllocator(

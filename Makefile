@@ -22,7 +22,8 @@ RELEASE_BIN = .build/release
 SODIUM ?= source
 SODIUM_DIR = .build-sodium
 ifeq ($(SODIUM),source)
-export PKG_CONFIG_PATH := $(CURDIR)/$(SODIUM_DIR)/prefix/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
+SODIUM_PREFIX := $(CURDIR)/$(shell sh scripts/build-libsodium --prefix $(SODIUM_DIR))
+export PKG_CONFIG_PATH := $(SODIUM_PREFIX)/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 endif
 # Release binaries carry the Swift runtime, Foundation and libstdc++
 # (statically linked): they run without the toolchain's libraries, start
@@ -59,8 +60,10 @@ deps:
 		$(SUDO) apt-get update && $(SUDO) apt-get install -y libsodium-dev pkg-config; \
 	fi
 ifeq ($(SODIUM),source)
+	@sh scripts/install-missing "the libsodium 1.0.20 build" python3=python3 cc=gcc
 	@sh scripts/build-libsodium $(SODIUM_DIR) || \
-		echo "warning: could not build libsodium from source; linking the libsodium pkg-config finds instead: $$(pkg-config --modversion libsodium)"
+		echo "warning: could not build libsodium 1.0.20 from source; linking the libsodium pkg-config finds instead" \
+			"($$(pkg-config --modversion libsodium)), which installed binaries then need at run time" >&2
 endif
 
 ## Tools some tests use (pamtester, systemd-analyze, qemu-x86_64 to run protd

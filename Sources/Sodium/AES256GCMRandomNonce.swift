@@ -63,8 +63,9 @@ public enum AES256GCMRandomNonce: RandomNonceAEAD {
     /// `nonce`, expands it, and runs `body` with the expanded state and
     /// GCM's nonce (the last 12 bytes). libsodium 1.0.18's AES-NI code
     /// leaves the GHASH key `H` and the tag mask `E(J0)` in its stack frame,
-    /// which would let a reader of the stack forge the segment (1.0.20's
-    /// may too), so the stack `body` used is zeroed as soon as it returns.
+    /// which would let a reader of the stack forge the segment, so the stack
+    /// `body` used is zeroed as soon as it returns. (1.0.20's `_afternm`
+    /// functions keep well under 1 KiB there: counters and tag blocks.)
     private static func withSubkeyState<R>(
         key: SecretBytes, nonce: UnsafeRawBufferPointer,
         _ body: (UnsafeMutablePointer<crypto_aead_aes256gcm_state>, UnsafePointer<UInt8>) throws -> R

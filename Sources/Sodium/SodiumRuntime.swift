@@ -5,12 +5,12 @@ public enum SodiumRuntime {
     /// Evaluated lazily and thread-safely by Swift's global initialisation.
     private static let initialisation: Int32 = sodium_init()
 
-    /// Makes sure libsodium is initialised; it fails only when the library
-    /// cannot find a source of randomness.
     /// The version of the libsodium linked in, e.g. "1.0.20" (built from
     /// source by `make`) or "1.0.18" (Debian's, with `make SODIUM=system`).
     public static var version: String { String(cString: sodium_version_string()) }
 
+    /// Makes sure libsodium is initialised; it fails only when the library
+    /// cannot find a source of randomness.
     static func ensureInitialised() throws(SodiumError) {
         if initialisation < 0 {
             throw SodiumError(.initialisationFailed, "libsodium could not initialise (no randomness source?)")

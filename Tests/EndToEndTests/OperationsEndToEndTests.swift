@@ -88,11 +88,19 @@ struct OperationsEndToEndTests {
         #expect(stopping.contains("STOPPING=1"))
     }
 
-    @Test("protd's start log names the libsodium it runs: the one this build linked (1.0.20 through make)")
+    @Test("protd logs the libsodium it runs, and it is the one pkg-config names (1.0.20 through make), not a stale link")
     func startLogNamesLibsodium() throws {
         let daemon = try DaemonProcess()
         #expect(!SodiumRuntime.version.isEmpty)
         #expect(daemon.log.contains("protd.libsodium=\(SodiumRuntime.version)"), "\(daemon.log)")
+        // make points pkg-config at the libsodium it built (a plain swift
+        // build, or a failed source build, at Debian's); the binaries must
+        // have linked that one.
+        guard let pkgConfig = ["/usr/bin/pkg-config", "/usr/local/bin/pkg-config"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }) else { return }
+        let named = try CommandRunner.run(pkgConfig, ["--modversion", "libsodium"])
+        #expect(named.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == SodiumRuntime.version)
     }
 
     @Test("started by systemd-socket-activate with a listening socket passed in, protd serves on it",

@@ -4,9 +4,9 @@ internal import Sodium
 /// Writes a new protected file front to back from a stream of bytes: the
 /// header, then every segment as soon as it is full and known not to be the
 /// last, then the final segment on `finish()`. Full segments are sealed
-/// straight from the caller's bytes, on every core, each written by the
-/// thread that sealed it; only the tail that might be final is copied and
-/// held back. Every byte is encrypted once, whatever the sizes of the
+/// straight from the caller's bytes, on every core, and each batch is
+/// written with one `pwrite`; only the tail that might be final is copied
+/// and held back. Every byte is encrypted once, whatever the sizes of the
 /// pieces appended.
 final class SegmentStreamWriter {
     /// Most segments sealed and written together (4 MiB at the default
@@ -89,9 +89,9 @@ final class SegmentStreamWriter {
         clearPending()
     }
 
-    /// Seals and writes `sources` as the next segments, in parallel, in
-    /// batches of at most `maximumBatch`. A lone first segment goes out in
-    /// one `pwrite` with the header.
+    /// Seals `sources` as the next segments, in parallel, and writes them,
+    /// in batches of at most `maximumBatch`. A lone first segment goes out
+    /// in one `pwrite` with the header.
     private func seal(_ sources: [UnsafeRawBufferPointer], lastIsFinal: Bool) throws {
         let stride = layout.storedSegmentSize
         try key.holdingAccess {
@@ -118,14 +118,12 @@ final class SegmentStreamWriter {
                         try key.sealSegment(plain, index: index,
                                             final: lastIsFinal && batchStart + position == sources.count - 1,
                                             fileID: fileID, into: region)
-                        // Written by the thread that sealed it, while the bytes are
-                        // in that core's cache. One pwrite of the whole batch was
-                        // faster in-process but no faster through the daemon's
-                        // socket (docs/DESIGN.md, section Writes).
-                        let from = position == 0 ? start - prefix : start
-                        try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: output[from..<end]),
-                                         at: layout.offset(ofSegment: index) - (start - from), path: path)
                     }
+                    // One pwrite for the batch, from this thread: two threads
+                    // writing into one file contend for its inode lock
+                    // (docs/DESIGN.md, section Writes).
+                    try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: output[0..<storedBytes]),
+                                     at: layout.offset(ofSegment: first) - prefix, path: path)
                 }
                 nextIndex += batch.count
             }

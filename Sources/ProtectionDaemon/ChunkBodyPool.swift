@@ -1,5 +1,5 @@
 internal import Glibc
-@_spi(CustomByteBufferAllocator) public import NIOCore
+@_spi(CustomByteBufferAllocator) internal import NIOCore
 internal import Synchronization
 
 /// Memory for the data chunks the frame decoder copies out of the receive
@@ -13,9 +13,9 @@ internal import Synchronization
 /// same few blocks and only their used parts are ever resident (docs/DESIGN.md,
 /// Memory). `releaseFreeBlocks()` unmaps the kept blocks when a write ends
 /// or a connection closes, so what they held does not stay mapped long after.
-public enum ChunkBodyPool {
+enum ChunkBodyPool {
     /// The allocator whose buffers come from the pool.
-    public static let allocator = ByteBufferAllocator(
+    static let allocator = ByteBufferAllocator(
         allocate: { ChunkBodyPool.allocate($0) },
         reallocate: { pointer, oldSize, newSize in ChunkBodyPool.reallocate(pointer, from: oldSize, to: newSize) },
         deallocate: { ChunkBodyPool.deallocate($0) },
@@ -32,7 +32,7 @@ public enum ChunkBodyPool {
 
     /// Unmaps every kept block. Blocks in use stay; they are kept when freed
     /// and unmapped by a later call.
-    public static func releaseFreeBlocks() {
+    static func releaseFreeBlocks() {
         let released = freeBlocks.withLock { blocks in
             defer { blocks.removeAll(keepingCapacity: true) }
             return blocks.flatMap { size, addresses in addresses.map { (size, $0) } }

@@ -23,8 +23,8 @@ final class SegmentStreamWriter {
     /// Sealed segments on their way to disk; reused between appends.
     private var sealed: [UInt8] = []
     private var nextIndex = 0
-    /// The header, until it goes out with the first segment written: a
-    /// small file then costs one `pwrite` instead of two.
+    /// The header, until it goes out in front of the first batch written:
+    /// any file then costs one `pwrite` fewer.
     private var unwrittenHeader: [UInt8]?
     /// Plaintext bytes appended so far.
     private(set) var size = 0
@@ -90,8 +90,8 @@ final class SegmentStreamWriter {
     }
 
     /// Seals `sources` as the next segments, in parallel, and writes them,
-    /// in batches of at most `maximumBatch`. A lone first segment goes out
-    /// in one `pwrite` with the header.
+    /// in batches of at most `maximumBatch`, one `pwrite` each; the first
+    /// batch carries the header.
     private func seal(_ sources: [UnsafeRawBufferPointer], lastIsFinal: Bool) throws {
         let stride = layout.storedSegmentSize
         try key.holdingAccess {
@@ -100,10 +100,8 @@ final class SegmentStreamWriter {
                 let first = nextIndex
                 let headerBytes = unwrittenHeader ?? []
                 unwrittenHeader = nil
-                let prefix = batch.count == 1 ? headerBytes.count : 0
-                if prefix == 0 && !headerBytes.isEmpty {
-                    try headerBytes.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
-                }
+                // The header, until written, goes out in front of the first batch.
+                let prefix = headerBytes.count
                 let storedBytes = prefix + (batch.count - 1) * stride + batch.last!.count + SegmentLayout.overhead
                 if sealed.count < storedBytes { sealed = [UInt8](repeating: 0, count: storedBytes) }
                 try sealed.withUnsafeMutableBytes { output in

@@ -30,28 +30,41 @@ struct SocketTransfer {
 
     /// Pumps `bytes` through a fresh socket pair once.
     func pump() throws -> Pump {
-        var fds: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw Failure.socketPair(errno: errno) }
-        defer { close(fds[0]); close(fds[1]) }
-        var sendBuffer = Int32(WireProtocol.socketBufferBytes)
-        setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
+        let (sending, receiving) = try Self.socketPair()
+        defer { close(sending); close(receiving) }
 
-        let reader = ReaderThread(fd: fds[1], expected: bytes, chunk: chunk)
+        let reader = ReaderThread(fd: receiving, expected: bytes, chunk: chunk)
         let start = ContinuousClock.now
         reader.start()
         let writerCPU = threadCPUSeconds()
-        let content = [UInt8](repeating: 0x5A, count: chunk)
-        var sent = 0
-        while sent < bytes {
-            let count = content.withUnsafeBytes { Glibc.write(fds[0], $0.baseAddress, min(chunk, bytes - sent)) }
-            guard count > 0 else { throw Failure.transfer("write: \(String(cString: strerror(errno)))") }
-            sent += count
-        }
+        try Self.send(bytes, in: chunk, to: sending)
         let writerSeconds = threadCPUSeconds() - writerCPU
         reader.finished.wait()
         let elapsed = seconds(since: start)
         guard reader.received == bytes else { throw Failure.transfer("read \(reader.received) of \(bytes) bytes") }
         return Pump(seconds: elapsed, cpuSeconds: writerSeconds + reader.cpuSeconds)
+    }
+
+    /// A connected Unix stream socket pair whose sending end has protd's
+    /// send-buffer size.
+    static func socketPair() throws -> (sending: Int32, receiving: Int32) {
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw Failure.socketPair(errno: errno) }
+        var sendBuffer = Int32(WireProtocol.socketBufferBytes)
+        setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
+        return (fds[0], fds[1])
+    }
+
+    /// Sends `bytes` bytes into `fd` in pieces of `chunk`, as a client does.
+    static func send(_ bytes: Int, in chunk: Int, to fd: Int32) throws {
+        let content = [UInt8](repeating: 0x5A, count: chunk)
+        var sent = 0
+        while sent < bytes {
+            // MSG_NOSIGNAL: a reader that gave up makes this fail, not kill the process.
+            let count = content.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, min(chunk, bytes - sent), Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { throw Failure.transfer("send: \(String(cString: strerror(errno)))") }
+            sent += count
+        }
     }
 
     /// `repetitions` pumps: wall-clock MiB/s, and CPU milliseconds per MiB.

@@ -24,11 +24,9 @@ struct EssentialWritePipeline {
     let directory: String
     let cipher: ContentCipher
 
-    static let segment = 64 * 1024
-    static let nonceByteCount = 24
-    static let tagByteCount = 16
+    static let segment = LargeFileWorkload.segment
     /// A segment as stored: nonce, ciphertext, tag.
-    static let storedSegment = segment + nonceByteCount + tagByteCount
+    var storedSegment: Int { Self.segment + cipher.aead.nonceByteCount + cipher.aead.tagByteCount }
 
     /// `repetitions` runs, each into a new file: MiB/s.
     func measure(repetitions: Int) throws -> Sample {
@@ -44,7 +42,7 @@ struct EssentialWritePipeline {
         let path = directory + "/protd-bench-pipeline-\(getpid())"
         unlink(path)
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw SocketTransfer.Failure.transfer("open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw SystemCallFailure("open", path) }
         defer { close(fd); unlink(path) }
         let (sending, receiving) = try SocketTransfer.socketPair()
         defer { close(sending); close(receiving) }
@@ -52,7 +50,7 @@ struct EssentialWritePipeline {
         let key = try SecretBytes.random(count: 32)
         let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: batch, alignment: 64)
         let sealed = (0..<2).map { _ in
-            UnsafeMutableRawBufferPointer.allocate(byteCount: batch / Self.segment * Self.storedSegment, alignment: 64)
+            UnsafeMutableRawBufferPointer.allocate(byteCount: batch / Self.segment * storedSegment, alignment: 64)
         }
         defer {
             plain.deallocate()
@@ -98,17 +96,17 @@ struct EssentialWritePipeline {
                 let segments = count / Self.segment
                 for position in 0..<segments {
                     let slot = UnsafeMutableRawBufferPointer(
-                        rebasing: output[(position * Self.storedSegment)..<((position + 1) * Self.storedSegment)])
-                    let nonce = UnsafeMutableRawBufferPointer(rebasing: slot[..<Self.nonceByteCount])
+                        rebasing: output[(position * storedSegment)..<((position + 1) * storedSegment)])
+                    let nonce = UnsafeMutableRawBufferPointer(rebasing: slot[..<cipher.aead.nonceByteCount])
                     try SecureRandom.fill(nonce)
                     let segment = UnsafeRawBufferPointer(
                         rebasing: plain[(position * Self.segment)..<((position + 1) * Self.segment)])
                     try additionalData.withUnsafeBytes { ad in
                         try cipher.aead.seal(segment, additionalData: ad, nonce: UnsafeRawBufferPointer(nonce), key: key,
-                                             into: UnsafeMutableRawBufferPointer(rebasing: slot[Self.nonceByteCount...]))
+                                             into: UnsafeMutableRawBufferPointer(rebasing: slot[nonce.count...]))
                     }
                 }
-                let stored = segments * Self.storedSegment
+                let stored = segments * storedSegment
                 try writer.write(UnsafeRawBufferPointer(rebasing: output[..<stored]), at: written)
                 written += stored
             }
@@ -122,7 +120,8 @@ struct EssentialWritePipeline {
             let count = Glibc.read(fd, buffer.baseAddress! + filled, buffer.count - filled)
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {
-                throw SocketTransfer.Failure.transfer(count == 0 ? "the sender stopped early" : "read: \(String(cString: strerror(errno)))")
+                if count == 0 { throw SocketTransfer.Failure.transfer("the sender stopped early") }
+                throw SystemCallFailure("read", "the socket")
             }
             filled += count
         }
@@ -165,7 +164,7 @@ private final class BatchWriterThread: @unchecked Sendable {
     /// Handed over under `work`, read back under `idle`.
     private var batch: (bytes: UnsafeRawBufferPointer, offset: Int)?
     private var stopping = false
-    private var failure: String?
+    private var failure: SystemCallFailure?
 
     init(fd: Int32, path: String) {
         self.fd = fd
@@ -180,7 +179,7 @@ private final class BatchWriterThread: @unchecked Sendable {
     /// untouched until the batch after it is handed over.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws {
         idle.wait()
-        if let failure { idle.signal(); throw SocketTransfer.Failure.transfer(failure) }
+        if let failure { idle.signal(); throw failure }
         batch = (bytes, offset)
         work.signal()
     }
@@ -189,7 +188,7 @@ private final class BatchWriterThread: @unchecked Sendable {
     func finish() throws {
         idle.wait()
         defer { idle.signal() }
-        if let failure { throw SocketTransfer.Failure.transfer(failure) }
+        if let failure { throw failure }
     }
 
     /// Ends the thread (after `finish()`, or after a failure).
@@ -210,7 +209,7 @@ private final class BatchWriterThread: @unchecked Sendable {
                 while done < bytes.count && failure == nil {
                     let count = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
                     if count > 0 { done += count } else if count < 0 && errno == EINTR { continue } else {
-                        failure = "pwrite \(path): \(String(cString: strerror(count == 0 ? EIO : errno)))"
+                        failure = SystemCallFailure("pwrite", path, errno: count == 0 ? EIO : errno)
                     }
                 }
             }

@@ -12,6 +12,8 @@ struct MemoryWorkload {
 
     /// At least 3 rounds, more with --repetitions.
     var rounds: Int { max(3, options.repetitions) }
+    /// How long a fresh daemon runs before its idle RSS is read.
+    static let settle: Duration = .milliseconds(300)
 
     func run() async throws {
         var coldStart: [Double] = []
@@ -26,7 +28,7 @@ struct MemoryWorkload {
             defer { daemon.stop() }
             configuration = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
             coldStart.append(seconds(since: start) * 1000)
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: Self.settle)
             let settled = Memory.residentMiB(pid: daemon.pid)
             idle.append(settled)
             anonymous.append(Memory.anonymousMiB(pid: daemon.pid))
@@ -93,7 +95,7 @@ struct MemoryWorkload {
         for _ in 0..<rounds {
             let daemon = try options.startDaemon()
             defer { daemon.stop() }
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: Self.settle)
             idle.append(Memory.residentMiB(pid: daemon.pid))
         }
         return idle
@@ -139,30 +141,32 @@ struct MemoryWorkload {
 
 /// A file's pages in the page cache.
 enum PageCache {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// Drops the file's cached pages that no process maps.
     static func drop(_ path: String) throws {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw Failure(description: "open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        let code = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-        guard code == 0 else { throw Failure(description: "posix_fadvise \(path): \(String(cString: strerror(code)))") }
+        try withFile(path) { fd in
+            let code = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+            guard code == 0 else { throw SystemCallFailure("posix_fadvise", path, errno: code) }
+        }
     }
 
     /// Reads the whole file once, front to back, as cp does.
     static func readThrough(_ path: String) throws {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw Failure(description: "open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw Failure(description: "read \(path): \(String(cString: strerror(errno)))") }
-            if count == 0 { return }
+        try withFile(path) { fd in
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { throw SystemCallFailure("read", path) }
+                if count == 0 { return }
+            }
         }
+    }
+
+    /// Runs `body` with `path` open for reading.
+    private static func withFile(_ path: String, _ body: (Int32) throws -> Void) throws {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw SystemCallFailure("open", path) }
+        defer { close(fd) }
+        try body(fd)
     }
 }

@@ -17,12 +17,10 @@ struct SocketTransfer {
     }
 
     enum Failure: Error, CustomStringConvertible {
-        case socketPair(errno: Int32)
         case transfer(String)
 
         var description: String {
             switch self {
-            case .socketPair(let code): "socketpair failed: \(String(cString: strerror(code)))"
             case .transfer(let what): "socket transfer: \(what)"
             }
         }
@@ -49,7 +47,7 @@ struct SocketTransfer {
     /// send-buffer size.
     static func socketPair() throws -> (sending: Int32, receiving: Int32) {
         var fds: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw Failure.socketPair(errno: errno) }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw SystemCallFailure("socketpair", "AF_UNIX") }
         var sendBuffer = Int32(WireProtocol.socketBufferBytes)
         setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
         return (fds[0], fds[1])
@@ -62,7 +60,7 @@ struct SocketTransfer {
         while sent < bytes {
             // MSG_NOSIGNAL: a reader that gave up makes this fail, not kill the process.
             let count = content.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, min(chunk, bytes - sent), Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { throw Failure.transfer("send: \(String(cString: strerror(errno)))") }
+            guard count > 0 else { throw SystemCallFailure("send", "the socket") }
             sent += count
         }
     }

@@ -9,6 +9,9 @@ import UnixSignals
 // SIGINT. Exit codes: 0 after a clean shutdown, 78 for a configuration
 // error, 1 for any other start-up failure.
 
+// First: before most of the code is mapped, and before the process makes
+// itself not dumpable (ExecutablePageCache says why).
+let executablePages = ExecutablePageCache.dropIfMappedInLargeFolios()
 // Before any other thread starts (MallocArenas says why).
 let mallocArenasLimited = MallocArenas.applyLimit()
 // Before anything secret is read: no core dumps, no ptrace by the same user.
@@ -42,6 +45,7 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 let logger = Logger(label: "protd")
+logger.debug("executable page cache checked", metadata: ["protd.executable_pages": "\(executablePages)"])
 if !mallocArenasLimited {
     logger.warning("glibc refused to limit its malloc arenas to \(MallocArenas.limit); memory use will be higher")
 }

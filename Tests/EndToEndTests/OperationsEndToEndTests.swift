@@ -103,6 +103,16 @@ struct OperationsEndToEndTests {
         #expect(named.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == SodiumRuntime.version)
     }
 
+    @Test("protd checks how its executable is cached before it makes itself not dumpable, and serves either way")
+    func startChecksExecutablePageCache() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        _ = try await client.status()
+        let checked = daemon.log.contains("protd.executable_pages=dropped")
+            || daemon.log.contains("protd.executable_pages=smallFolios")
+        #expect(checked, "\(daemon.log)")
+    }
+
     @Test("started by systemd-socket-activate with a listening socket passed in, protd serves on it",
           .enabled(if: socketActivate != nil, "systemd-socket-activate is not installed"))
     func socketActivation() async throws {

@@ -26,8 +26,8 @@ public enum ExecutablePageCache {
         case dropped
         /// The code faults in small folios: nothing to do.
         case smallFolios
-        /// The check could not be made (an old kernel, a system-call
-        /// filter); nothing changed. Says why.
+        /// The check could not be made, or stopped (an old kernel, a
+        /// system-call filter); nothing was dropped. Says why.
         case unavailable(String)
     }
 
@@ -37,7 +37,10 @@ public enum ExecutablePageCache {
     /// near them would find them large at every start, and drop in vain.
     static let probeEighths = [1, 3, 5, 7]
     /// The kernel's fault-around window (`fault_around_bytes`, 64 KiB unless
-    /// changed in debugfs): a fault maps the cached pages within it.
+    /// changed in debugfs): a fault maps the cached pages within it. Where
+    /// it was set to 128 KiB or more, small folios look large here, and
+    /// every start drops the executable's pages in vain (and reads its code
+    /// from disk again); nothing worse.
     static let faultAroundBytes = 64 * 1024
     /// The largest folio a file is cached in (a huge page, 2 MiB on x86-64).
     static let largestFolioBytes = 2 * 1024 * 1024
@@ -49,22 +52,24 @@ public enum ExecutablePageCache {
     public static func dropIfMappedInLargeFolios() -> Outcome {
         do throws(ProcessMemoryMap.Failure) {
             let memory = try ProcessMemoryMap()
-            let mappings = try ProcessMemoryMap.executableMappings()
-            guard let code = mappings.first(where: { $0.permissions.hasPrefix("r-x") }) else {
-                return .unavailable("no mapping of the executable's code in /proc/self/maps")
-            }
             let executable = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
             guard executable >= 0 else { throw ProcessMemoryMap.Failure(call: "open /proc/self/exe", code: errno) }
             defer { close(executable) }
+            let mappings = try ProcessMemoryMap.mappings(of: executable)
+            guard let code = mappings.first(where: { $0.permissions.hasPrefix("r-x") }) else {
+                return .unavailable("no mapping of the executable's code in /proc/self/maps")
+            }
             let probes = try probePages(in: code.region, memory: memory)
             guard try faultsInLargeFolios(executable, offset: code.fileOffset, length: code.region.count,
                                           placedLike: code.region.baseAddress!, probing: probes, memory: memory)
             else { return .smallFolios }
             // Only read-only mappings: a writable page could be written (copied) between reading the
-            // page table and unmapping it, and the write would be lost.
+            // page table and unmapping it, and the write would be lost. (Read-only ones are written
+            // only by a debugger or a uprobe; such a write would be lost too, at this one moment.)
             for mapping in mappings where !mapping.permissions.contains("w") {
                 try unmapFilePages(of: mapping.region, memory: memory)
             }
+            // On tmpfs this does nothing (and still reports success).
             let result = posix_fadvise(executable, 0, 0, Int32(POSIX_FADV_DONTNEED))
             guard result == 0 else { throw ProcessMemoryMap.Failure(call: "posix_fadvise", code: result) }
             return .dropped
@@ -97,7 +102,7 @@ public enum ExecutablePageCache {
     /// modulo `largestFolioBytes` (so folios meet fault-around windows as
     /// they do there), faults in each page of `probes` (indices) alone, and
     /// looks whether the kernel mapped two windows of pages or more for at
-    /// least half of them.
+    /// least half of them, and two at least.
     static func faultsInLargeFolios(_ file: Int32, offset: Int, length: Int, placedLike placement: UnsafeRawPointer,
                                     probing probes: [Int], memory: borrowing ProcessMemoryMap)
         throws(ProcessMemoryMap.Failure) -> Bool {
@@ -129,8 +134,8 @@ public enum ExecutablePageCache {
             try clearPageTable(mapped, length: length)
         }
         // A whole-file read leaves large folios everywhere; a few stay from the last drop, around
-        // the code that ran it, and must not make every start drop again.
-        return !probes.isEmpty && 2 * large >= probes.count
+        // the code that ran it, and must not make every start drop again: one probe never decides.
+        return large >= 2 && 2 * large >= probes.count
     }
 
     /// Clears the page-table entries of the file's pages in `region`, run

@@ -8,7 +8,7 @@ public enum MallocArenas {
     /// The most arenas protd lets glibc use.
     public static let limit: Int32 = 1
 
-    /// Applies `limit`; call first in `main`, before any other thread
+    /// Applies `limit`; call early in `main`, before any other thread
     /// starts. False if glibc refused (the daemon runs on, with more memory).
     public static func applyLimit() -> Bool {
         protd_limit_malloc_arenas(limit) == 0

@@ -4,7 +4,7 @@ internal import Glibc
 /// `/proc/self/maps` and, per page, whether it is mapped and whether it is
 /// a page of the file or a private copy (`/proc/self/pagemap`). Open it
 /// before the process makes itself not dumpable: the kernel then hands
-/// these files to root.
+/// /proc/self/pagemap (mode 0400) to root.
 struct ProcessMemoryMap: ~Copyable {
     /// A system call that failed, and its errno.
     struct Failure: Error, Equatable, CustomStringConvertible {
@@ -51,13 +51,23 @@ struct ProcessMemoryMap: ~Copyable {
         let fileOffset: Int
     }
 
-    /// The mappings of the file `/proc/self/exe` names, in address order.
-    static func executableMappings() throws(Failure) -> [FileMapping] {
-        let executable = try link("/proc/self/exe")
+    /// This process's mappings of the open `file`, in address order. They
+    /// are matched by device and inode, not by path: a path in
+    /// /proc/self/maps may hold spaces or escapes.
+    static func mappings(of file: Int32) throws(Failure) -> [FileMapping] {
+        var status = stat()
+        guard fstat(file, &status) == 0 else { throw Failure(call: "fstat", code: errno) }
+        // glibc's dev_t layout, as /proc/self/maps prints it: "major:minor" in hex.
+        let device = UInt64(status.st_dev)
+        let major = (device >> 8) & 0xfff | (device >> 32) & 0xffff_f000
+        let minor = device & 0xff | (device >> 12) & 0xffff_ff00
+        let deviceField = String(major, radix: 16, uppercase: false).leftPadded(to: 2) + ":"
+            + String(minor, radix: 16, uppercase: false).leftPadded(to: 2)
+        let inodeField = String(status.st_ino)
         return try contents(of: "/proc/self/maps").split(separator: UInt8(ascii: "\n")).compactMap { line in
             // start-end permissions offset device inode path
-            let fields = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
-            guard fields.count >= 6, fields[5...].joined(separator: " ") == executable,
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 5).map { String(decoding: $0, as: UTF8.self) }
+            guard fields.count >= 5, fields[3] == deviceField, fields[4] == inodeField,
                   let offset = Int(fields[2], radix: 16) else { return nil }
             let bounds = fields[0].split(separator: "-").compactMap { UInt($0, radix: 16) }
             guard bounds.count == 2, bounds[0] < bounds[1], let start = UnsafeRawPointer(bitPattern: bounds[0]) else {
@@ -66,13 +76,6 @@ struct ProcessMemoryMap: ~Copyable {
             return FileMapping(region: UnsafeRawBufferPointer(start: start, count: Int(bounds[1] - bounds[0])),
                                permissions: fields[1], fileOffset: offset)
         }
-    }
-
-    private static func link(_ path: String) throws(Failure) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink(path, &buffer, buffer.count - 1)
-        guard length >= 0 else { throw Failure(call: "readlink \(path)", code: errno) }
-        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     private static func contents(of path: String) throws(Failure) -> [UInt8] {
@@ -88,4 +91,9 @@ struct ProcessMemoryMap: ~Copyable {
             contents += chunk[..<count]
         }
     }
+}
+
+private extension String {
+    /// Zeros in front up to `width` characters, as /proc/self/maps prints device numbers.
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

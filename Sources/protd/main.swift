@@ -45,7 +45,15 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 let logger = Logger(label: "protd")
-logger.debug("executable page cache checked", metadata: ["protd.executable_pages": "\(executablePages)"])
+switch executablePages {
+case .smallFolios:
+    logger.debug("the executable's code faults in small folios")
+case .dropped:
+    logger.info("dropped the executable's cached pages, which were large folios; its code comes back from disk")
+case .unavailable(let reason):
+    logger.notice("could not check how the executable is cached; idle memory may be higher",
+                  metadata: ["protd.executable_pages.error": "\(reason)"])
+}
 if !mallocArenasLimited {
     logger.warning("glibc refused to limit its malloc arenas to \(MallocArenas.limit); memory use will be higher")
 }

@@ -28,10 +28,13 @@ struct EssentialWritePipeline {
     /// A segment as stored: nonce, ciphertext, tag.
     var storedSegment: Int { Self.segment + cipher.aead.nonceByteCount + cipher.aead.tagByteCount }
 
-    /// `repetitions` runs, each into a new file: MiB/s.
-    func measure(repetitions: Int) throws -> Sample {
+    /// `repetitions` runs, each into a new file and after `before`: MiB/s.
+    func measure(repetitions: Int, before: () throws -> Void) throws -> Sample {
         let mebibytes = Double(bytes) / Double(1 << 20)
-        return Sample(values: try (0..<repetitions).map { _ in mebibytes / (try run()) })
+        return Sample(values: try (0..<repetitions).map { _ in
+            try before()
+            return mebibytes / (try run())
+        })
     }
 
     /// One run: seconds from the first byte sent to the last batch written.

@@ -46,9 +46,11 @@ struct LargeFileWorkload {
                                                                      content: content, chunks: chunks, overwrite: true)
         let (socketRate, socketCPU) = try SocketTransfer(bytes: bytes, chunk: Self.chunk).measure(repetitions: options.repetitions)
         let pipeline = try EssentialWritePipeline(bytes: bytes, piece: Self.chunk, batch: WireProtocol.chunkSize,
-                                                  directory: options.dir, cipher: cipher).measure(repetitions: options.repetitions)
+                                                  directory: options.dir, cipher: cipher).measure(repetitions: options.repetitions,
+                                                                                   before: prepareFreshPages)
         let bigBatches = try EssentialWritePipeline(bytes: bytes, piece: Self.chunk, batch: 4 << 20,
-                                                    directory: options.dir, cipher: cipher).measure(repetitions: options.repetitions)
+                                                    directory: options.dir, cipher: cipher).measure(repetitions: options.repetitions,
+                                                                                   before: prepareFreshPages)
         let floorWrite = min(rates.ceilingSeal.median, plainWrite.median)
         let floorRead = min(rates.ceilingOpen.median, plainRead.median)
 
@@ -127,7 +129,12 @@ struct LargeFileWorkload {
         // all of it, which costs several times more on this kind of VM.
         let file = client.file("large")
         let write = throughput(try await Stopwatch.sample(options.repetitions,
-                                                          setup: { try await cpu.excluding { try await Self.deleteIfPresent(file) } }) {
+                                                          setup: {
+            try await cpu.excluding {
+                try await Self.deleteIfPresent(file)
+                try prepareFreshPages()
+            }
+        }) {
             peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
                 try await file.write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
                                      protection: .completeUntilFirstUserAuthentication, durable: false)
@@ -257,6 +264,7 @@ struct LargeFileWorkload {
                 try store.delete(name, in: namespace)
             } catch let error as ProtectionError where error.code == .notFound {
             }
+            try prepareFreshPages()
             var start = ContinuousClock.now
             let pending = try store.beginWrite(to: name, in: namespace, durable: false)
             for _ in 0..<chunks { try pending.append(content) }
@@ -276,6 +284,9 @@ struct LargeFileWorkload {
         }
         return (Sample(values: write), Sample(values: read))
     }
+
+    /// Before a timed write: see `FreshPages`.
+    private func prepareFreshPages() throws { try FreshPages.prepare(bytes: 2 * bytes) }
 
     /// Deletes `file` unless it does not exist.
     private static func deleteIfPresent(_ file: ProtectedFile) async throws {
@@ -416,6 +427,7 @@ struct LargeFileWorkload {
         }
         for _ in 0..<options.repetitions {
             unlink(path)
+            try prepareFreshPages()
             write.append(timedWrite(flags: O_CREAT | O_TRUNC))
             if timeOverwrite { overwrite.append(timedWrite(flags: 0)) }
             let readStart = ContinuousClock.now
@@ -448,6 +460,8 @@ struct LargeFileWorkload {
         var encrypt: [Double] = []
         var decrypt: [Double] = []
         for _ in 0..<options.repetitions {
+            unlink("\(base).enc")
+            try prepareFreshPages()
             let start = ContinuousClock.now
             try BenchEnvironment.run(age, ["-r", recipient, "-o", "\(base).enc", "\(base).in"])
             encrypt.append(mebibytes / seconds(since: start))

@@ -65,7 +65,9 @@ final class Report {
             Every figure is the median of several runs, with min..max; comparisons are ratios against baselines
             measured in the same invocation. The client (protd-bench) and the daemon share the machine's cores,
             so protd figures include the client's own work; peers (age, gocryptfs, kernel fscrypt, plain files)
-            are driven the same way from the same process or as child processes.
+            are driven the same way from the same process or as child processes. Before each timed large-file
+            write, every writer's alike, the bench touches and frees twice the file's size, so none starts with
+            pages the VM handed back to the host (docs/DESIGN.md, Writes).
 
             ## Machine
 

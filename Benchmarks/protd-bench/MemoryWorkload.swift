@@ -147,35 +147,3 @@ struct MemoryWorkload {
         return Memory.residentMiB(pid: process.pid)
     }
 }
-
-/// A file's pages in the page cache.
-enum PageCache {
-    /// Drops the file's cached pages that no process maps.
-    static func drop(_ path: String) throws {
-        try withFile(path) { fd in
-            let code = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-            guard code == 0 else { throw SystemCallFailure("posix_fadvise", path, errno: code) }
-        }
-    }
-
-    /// Reads the whole file once, front to back, as cp does.
-    static func readThrough(_ path: String) throws {
-        try withFile(path) { fd in
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count >= 0 else { throw SystemCallFailure("read", path) }
-                if count == 0 { return }
-            }
-        }
-    }
-
-    /// Runs `body` with `path` open for reading.
-    private static func withFile(_ path: String, _ body: (Int32) throws -> Void) throws {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw SystemCallFailure("open", path) }
-        defer { close(fd) }
-        try body(fd)
-    }
-}

@@ -1,5 +1,6 @@
 internal import Configuration
 internal import Glibc
+internal import ProtectionCore
 
 /// Checks on the configuration file that `FileProvider` does not make.
 enum FileKeyCheck {
@@ -78,18 +79,6 @@ enum FileKeyCheck {
 
     /// The file's bytes, or nil when it cannot be read (at most 1 MiB).
     private static func contents(of path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while bytes.count <= 1 << 20 {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: buffer[..<count])
-        }
-        return nil
+        try? Posix.contents(of: path, atMost: 1 << 20)
     }
 }

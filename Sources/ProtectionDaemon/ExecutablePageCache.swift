@@ -42,6 +42,8 @@ public enum ExecutablePageCache {
     /// every start drops the executable's pages in vain (and reads its code
     /// from disk again); nothing worse.
     static let faultAroundBytes = 64 * 1024
+    /// `faultAroundBytes` in pages.
+    static var windowPages: Int { faultAroundBytes / ProcessMemoryMap.pageSize }
     /// The largest folio a file is cached in (a huge page, 2 MiB on x86-64).
     static let largestFolioBytes = 2 * 1024 * 1024
 
@@ -82,7 +84,6 @@ public enum ExecutablePageCache {
     static func probePages(in code: UnsafeRawBufferPointer, memory: borrowing ProcessMemoryMap)
         throws(ProcessMemoryMap.Failure) -> [Int] {
         let pages = try memory.pages(from: code.baseAddress!, count: code.count / ProcessMemoryMap.pageSize)
-        let windowPages = faultAroundBytes / ProcessMemoryMap.pageSize
         let basePage = Int(bitPattern: code.baseAddress!) / ProcessMemoryMap.pageSize
         return probeEighths.compactMap { eighth in
             // Windows are aligned in addresses; the first may begin before the eighth does.
@@ -120,18 +121,22 @@ public enum ExecutablePageCache {
             throw ProcessMemoryMap.Failure(call: "mmap", code: errno)
         }
         let pageCount = length / pageSize
-        let windowPages = faultAroundBytes / pageSize
+        // A fault maps the folios meeting its window, so no page further from it than a window
+        // and the largest folio.
+        let reach = (faultAroundBytes + largestFolioBytes) / pageSize
         var large = 0
         for probe in probes where probe < pageCount {
             guard madvise(mapped + probe * pageSize, pageSize, MADV_POPULATE_READ) == 0 else {
                 throw ProcessMemoryMap.Failure(call: "madvise MADV_POPULATE_READ", code: errno)
             }
+            let around = max(0, probe - reach)..<min(pageCount, probe + reach)
+            let first = mapped + around.lowerBound * pageSize
             // Small folios fill the probe's window and reach at most a few pages past it, where one
             // straddles the window's edge; large ones (64 KiB ones across the edge, too) map more.
-            let mappedPages = try memory.pages(from: mapped, count: pageCount).count { $0.present }
+            let mappedPages = try memory.pages(from: first, count: around.count).count { $0.present }
             if mappedPages >= 2 * windowPages { large += 1 }
             // Unmapped again, so the next probe starts from nothing mapped.
-            try clearPageTable(mapped, length: length)
+            try clearPageTable(first, length: around.count * pageSize)
         }
         // A whole-file read leaves large folios everywhere; a few stay from the last drop, around
         // the code that ran it, and must not make every start drop again: one probe never decides.

@@ -1,4 +1,5 @@
 internal import Glibc
+internal import ProtectionCore
 
 /// What Linux shows a process about its own mappings: the regions in
 /// `/proc/self/maps` and, per page, whether it is mapped and whether it is
@@ -6,11 +7,12 @@ internal import Glibc
 /// before the process makes itself not dumpable: the kernel then hands
 /// /proc/self/pagemap (mode 0400) to root.
 struct ProcessMemoryMap: ~Copyable {
-    /// A system call that failed, and its errno.
+    /// A system call that failed, with errno's text.
     struct Failure: Error, Equatable, CustomStringConvertible {
-        let call: String
-        let code: Int32
-        var description: String { "\(call): \(String(cString: strerror(code)))" }
+        let description: String
+
+        init(call: String, code: Int32) { description = "\(call): \(String(cString: strerror(code)))" }
+        init(_ error: any Error) { description = "\(error)" }
     }
 
     /// One page's entry.
@@ -78,17 +80,12 @@ struct ProcessMemoryMap: ~Copyable {
         }
     }
 
+    /// A /proc file whole.
     private static func contents(of path: String) throws(Failure) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(call: "open \(path)", code: errno) }
-        defer { close(fd) }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count >= 0 else { throw Failure(call: "read \(path)", code: errno) }
-            if count == 0 { return contents }
-            contents += chunk[..<count]
+        do {
+            return try Posix.contents(of: path, atMost: 16 << 20)
+        } catch {
+            throw Failure(error)
         }
     }
 }

@@ -54,7 +54,7 @@ struct ExecutablePageCacheTests {
     func smallFoliosAfterFaults() throws {
         let file = try TestFile(bytes: 8 << 20)
         defer { file.remove() }
-        file.dropFromCache()
+        try PageCache.drop(file.path)
         for pages in 0..<4 {
             let placement = try #require(UnsafeRawPointer(bitPattern: ExecutablePageCache.largestFolioBytes + pages * Self.pageSize))
             #expect(try ExecutablePageCache.faultsInLargeFolios(file.descriptor, offset: 0, length: 8 << 20,
@@ -71,8 +71,8 @@ struct ExecutablePageCacheTests {
         let length = 32 << 20
         let file = try TestFile(bytes: length)
         defer { file.remove() }
-        file.dropFromCache()
-        file.readThrough()
+        try PageCache.drop(file.path)
+        try PageCache.readThrough(file.path)
         // Placed as the file is laid out, so no folio straddles a fault-around window.
         let placement = try #require(UnsafeRawPointer(bitPattern: ExecutablePageCache.largestFolioBytes))
         // The probes at the usual eighths hit 64 and 256-page folios at the last two; moved to
@@ -84,7 +84,7 @@ struct ExecutablePageCacheTests {
                                                                     memory: ProcessMemoryMap())
             let folios = try probes.map { try #require(file.folioPages(atPage: $0)) }
             // Found when at least half the probes, and two at least, hit a folio larger than a window.
-            let large = folios.count { $0 > ExecutablePageCache.faultAroundBytes / Self.pageSize }
+            let large = folios.count { $0 > ExecutablePageCache.windowPages }
             #expect(found == (large >= 2 && 2 * large >= folios.count), "folios of \(folios) pages at pages \(probes)")
         }
     }
@@ -130,29 +130,16 @@ private extension ProcessMemoryMap.Page {
 /// A file of `bytes` bytes in a fresh temporary directory, open for reading, written back to disk.
 private struct TestFile {
     let directory: TemporaryDirectory
+    let path: String
     let descriptor: Int32
 
     init(bytes: Int, name: String = "file") throws {
         directory = try TemporaryDirectory("page-cache")
-        let path = directory.appending(name)
+        path = directory.appending(name)
         #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: bytes)))
         descriptor = open(path, O_RDONLY)
         // Written back first: the kernel does not drop pages still dirty.
         #expect(descriptor >= 0 && fsync(descriptor) == 0)
-    }
-
-    func dropFromCache() {
-        #expect(posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED) == 0)
-    }
-
-    func readThrough() {
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset = 0
-        while true {
-            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
-            if count <= 0 { break }
-            offset += count
-        }
     }
 
     /// Pages in the cached folio holding page `index` of the file, from

@@ -52,6 +52,24 @@ package enum Posix {
         }
     }
 
+    /// A small file whole (configuration, /proc), read with `read`;
+    /// refused past `limit` bytes.
+    package static func contents(of path: String, atMost limit: Int) throws -> [UInt8] {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw error("open", path) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw error("read", path) }
+            if count == 0 { return bytes }
+            guard bytes.count + count <= limit else { throw error("read", path, errno: EFBIG) }
+            bytes.append(contentsOf: buffer[..<count])
+        }
+    }
+
     /// `fsync`, so data survives a crash.
     static func fsync(_ fd: Int32, path: String) throws {
         guard Glibc.fsync(fd) == 0 else { throw error("fsync", path) }

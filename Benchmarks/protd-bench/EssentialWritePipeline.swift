@@ -167,7 +167,7 @@ private final class BatchWriterThread: @unchecked Sendable {
     /// Handed over under `work`, read back under `idle`.
     private var batch: (bytes: UnsafeRawBufferPointer, offset: Int)?
     private var stopping = false
-    private var failure: SystemCallFailure?
+    private var failure: (any Error)?
 
     init(fd: Int32, path: String) {
         self.fd = fd
@@ -207,14 +207,8 @@ private final class BatchWriterThread: @unchecked Sendable {
         while true {
             work.wait()
             if stopping { return }
-            if let (bytes, offset) = batch {
-                var done = 0
-                while done < bytes.count && failure == nil {
-                    let count = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-                    if count > 0 { done += count } else if count < 0 && errno == EINTR { continue } else {
-                        failure = SystemCallFailure("pwrite", path, errno: count == 0 ? EIO : errno)
-                    }
-                }
+            if let (bytes, offset) = batch, failure == nil {
+                do { try Posix.pwrite(fd, bytes, at: offset, path: path) } catch { failure = error }
             }
             batch = nil
             idle.signal()

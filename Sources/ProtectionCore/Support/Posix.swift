@@ -41,7 +41,7 @@ package enum Posix {
     }
 
     /// Writes all of `buffer` at `offset`.
-    static func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
+    package static func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
         var done = 0
         while done < buffer.count {
             let n = Glibc.pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))

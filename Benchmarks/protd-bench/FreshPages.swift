@@ -1,4 +1,5 @@
 import Glibc
+import ProtectionTestSupport
 
 /// Puts every timed large-file write on an equal footing. The guest hands
 /// free memory back to the hypervisor after a few idle seconds ("memory

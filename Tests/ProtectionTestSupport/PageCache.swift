@@ -3,22 +3,13 @@ internal import Glibc
 /// A file's pages in the page cache, for benchmarks and tests that need a
 /// file in a known cache state.
 public enum PageCache {
-    /// A system call that failed on the file, with errno's text.
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-
-        init(_ call: String, _ path: String, errno code: Int32 = errno) {
-            description = "\(call) \(path): \(String(cString: strerror(code)))"
-        }
-    }
-
     /// Drops the file's cached pages that no process maps (dirty ones stay
     /// until written back).
     public static func drop(_ path: String) throws {
         try withFile(path) { fd in
             // posix_fadvise returns its error rather than setting errno.
             let code = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-            guard code == 0 else { throw Failure("posix_fadvise", path, errno: code) }
+            guard code == 0 else { throw SystemCallFailure("posix_fadvise", path, errno: code) }
         }
     }
 
@@ -29,7 +20,7 @@ public enum PageCache {
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
-                guard count >= 0 else { throw Failure("read", path) }
+                guard count >= 0 else { throw SystemCallFailure("read", path) }
                 if count == 0 { return }
             }
         }
@@ -38,7 +29,7 @@ public enum PageCache {
     /// Runs `body` with `path` open for reading.
     private static func withFile(_ path: String, _ body: (Int32) throws -> Void) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure("open", path) }
+        guard fd >= 0 else { throw SystemCallFailure("open", path) }
         defer { close(fd) }
         try body(fd)
     }

@@ -9,9 +9,9 @@ internal import Glibc
 /// faults bring in arrive in small folios instead, mapped 64 KiB at a time.
 ///
 /// So, first thing at start, protd maps its executable's code once more,
-/// faults in a page at each of a few places it has not used yet, and looks
+/// faults in a page at each of seven places it has not used yet, and looks
 /// (in its page table) whether the kernel mapped two windows or more each
-/// time, at half the places or more. If so, protd unmaps the file's pages
+/// time, at two places or more. If so, protd unmaps the file's pages
 /// from its read-only mappings (code, constants; private copies stay) and
 /// asks the kernel to drop the executable's cached pages. Pages mapped
 /// meanwhile stay, among them the few folios around the code doing this;
@@ -35,7 +35,7 @@ public enum ExecutablePageCache {
     /// first fault-around window after that in which the code has mapped
     /// nothing yet. Folios it maps stay cached whatever it asks, so probing
     /// near them would find them large at every start, and drop in vain.
-    static let probeEighths = [1, 3, 5, 7]
+    static let probeEighths = [1, 2, 3, 4, 5, 6, 7]
     /// The kernel's fault-around window (`fault_around_bytes`, 64 KiB unless
     /// changed in debugfs): a fault maps the cached pages within it. Where
     /// it was set to 128 KiB or more, small folios look large here, and
@@ -102,8 +102,8 @@ public enum ExecutablePageCache {
     /// afresh, so nothing else touches the mapping, at the same address
     /// modulo `largestFolioBytes` (so folios meet fault-around windows as
     /// they do there), faults in each page of `probes` (indices) alone, and
-    /// looks whether the kernel mapped two windows of pages or more for at
-    /// least half of them, and two at least.
+    /// looks whether the kernel mapped two windows of pages or more for two
+    /// of them or more.
     static func faultsInLargeFolios(_ file: Int32, offset: Int, length: Int, placedLike placement: UnsafeRawPointer,
                                     probing probes: [Int], memory: borrowing ProcessMemoryMap)
         throws(ProcessMemoryMap.Failure) -> Bool {
@@ -140,7 +140,9 @@ public enum ExecutablePageCache {
         }
         // A whole-file read leaves large folios everywhere; a few stay from the last drop, around
         // the code that ran it, and must not make every start drop again: one probe never decides.
-        return large >= 2 && 2 * large >= probes.count
+        // Nor must a read-through go unnoticed where most probes happen to meet folios of one
+        // window: with four places and half of them needed, 2 read-through starts of 48 did not drop.
+        return large >= 2
     }
 
     /// Clears the page-table entries of the file's pages in `region`, run

@@ -9,10 +9,6 @@ import ProtectionTestSupport
 /// back from each: what notifying that many connections in other processes
 /// and hearing back from all of them costs here before any of protd's work.
 struct FanOutFloor {
-    struct Failed: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// Why the floor cannot run for `subscribers`, or nil: the children
     /// connect before protd-bench accepts, so they must all fit in the
     /// listening socket's backlog, which the kernel caps at
@@ -28,14 +24,14 @@ struct FanOutFloor {
         let path = directory + "/floor-\(getpid()).sock"
         unlink(path)
         guard let listener = unixSocket(type: Int32(SOCK_STREAM.rawValue), path: path, bind) else {
-            throw Failed(description: "cannot bind \(path): \(String(cString: strerror(errno)))")
+            throw SystemCallFailure("bind", path)
         }
         defer {
             close(listener)
             unlink(path)
         }
         guard listen(listener, Int32(subscribers)) == 0 else {
-            throw Failed(description: "cannot listen on \(path): \(String(cString: strerror(errno)))")
+            throw SystemCallFailure("listen", path)
         }
         // The children connect into the backlog and say ready; accept afterwards.
         let fleet = try await SubscriberFleet.launch(subscribers: subscribers, socketPath: path, arguments: ["--plain"])
@@ -44,7 +40,7 @@ struct FanOutFloor {
         defer { for fd in connections { close(fd) } }
         for _ in 0..<subscribers {
             let fd = accept(listener, nil, nil)
-            guard fd >= 0 else { throw Failed(description: "accept failed: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw SystemCallFailure("accept", path) }
             connections.append(fd)
         }
         var result = FanOutTimes()
@@ -52,12 +48,12 @@ struct FanOutFloor {
             let started = ContinuousClock.now
             for fd in connections {
                 var sequence = round
-                guard write(fd, &sequence, 8) == 8 else { throw Failed(description: "a floor subscriber went away") }
+                guard write(fd, &sequence, 8) == 8 else { throw BenchFailure("a floor subscriber went away") }
             }
             for fd in connections {
                 var acknowledged: UInt64 = 0
                 guard read(fd, &acknowledged, 8) == 8, acknowledged == round else {
-                    throw Failed(description: "a floor subscriber did not acknowledge round \(round)")
+                    throw BenchFailure("a floor subscriber did not acknowledge round \(round)")
                 }
             }
             result.completion.append(seconds(since: started))

@@ -17,9 +17,9 @@ final class GocryptfsMount {
     /// when gocryptfs, fusermount3 or /dev/fuse is missing or mounting fails.
     static func mount(in directory: String) throws -> GocryptfsMount {
         guard let gocryptfs = BenchEnvironment.which("gocryptfs"), BenchEnvironment.which("fusermount3") != nil else {
-            throw Unavailable("gocryptfs: not installed (apt-get install gocryptfs fuse3)")
+            throw BenchFailure("gocryptfs: not installed (apt-get install gocryptfs fuse3)")
         }
-        guard FileManager.default.fileExists(atPath: "/dev/fuse") else { throw Unavailable("gocryptfs: no /dev/fuse here") }
+        guard FileManager.default.fileExists(atPath: "/dev/fuse") else { throw BenchFailure("gocryptfs: no /dev/fuse here") }
         let mount = GocryptfsMount(root: directory + "/protd-bench-gocryptfs-\(getpid())")
         let cipher = mount.root + "/cipher"
         let passfile = mount.root + "/pass"
@@ -27,7 +27,7 @@ final class GocryptfsMount {
         try FileManager.default.createDirectory(atPath: mount.mountPoint, withIntermediateDirectories: true)
         try "bench-passphrase\n".write(toFile: passfile, atomically: true, encoding: .utf8)
         let initialised = try BenchEnvironment.run(gocryptfs, ["-init", "-q", "-passfile", passfile, cipher])
-        guard initialised.status == 0 else { throw Unavailable("gocryptfs -init failed: \(initialised.stderr)") }
+        guard initialised.status == 0 else { throw BenchFailure("gocryptfs -init failed: \(initialised.stderr)") }
         // The mount leaves a background process holding its output open, so
         // it must not write to a pipe we wait on: log to a file instead.
         let log = mount.root + "/mount.log"
@@ -36,7 +36,7 @@ final class GocryptfsMount {
         guard mounting.wait() == 0 else {
             let reason = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             mount.unmount()
-            throw Unavailable("gocryptfs mount failed: \(reason)")
+            throw BenchFailure("gocryptfs mount failed: \(reason)")
         }
         return mount
     }
@@ -57,11 +57,5 @@ final class GocryptfsMount {
             _ = try? BenchEnvironment.run(fusermount, ["-u", mountPoint])
         }
         try? FileManager.default.removeItem(atPath: root)
-    }
-
-    /// Why a peer could not run.
-    struct Unavailable: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
     }
 }

@@ -15,11 +15,6 @@ final class SubscriberFleet {
     /// The helper executable.
     static let helperName = "protd-bench-subscribers"
 
-    /// A child misbehaved: it exited or printed something unexpected.
-    struct ChildFailed: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// The instant every receipt time is measured from.
     let origin: ContinuousClock.Instant
     /// How many processes the subscribers are spread over.
@@ -53,7 +48,7 @@ final class SubscriberFleet {
     static func launch(subscribers: Int, socketPath: String, arguments: [String] = []) async throws -> SubscriberFleet {
         let helper = CommandRunner.builtProduct(helperName)
         guard FileManager.default.isExecutableFile(atPath: helper) else {
-            throw ChildFailed(description: "\(helper) is missing; build it with `swift build -c release --product protd-bench`")
+            throw BenchFailure("\(helper) is missing; build it with `swift build -c release --product protd-bench`")
         }
         let origin = ContinuousClock.now
         let originJSON = String(decoding: try JSONEncoder().encode(origin), as: UTF8.self)
@@ -86,7 +81,7 @@ final class SubscriberFleet {
                                     news: stream.makeAsyncIterator(), newsFeed: continuation)
         for _ in 0..<count {
             let words = try await fleet.nextLine()
-            guard words == ["ready"] else { throw ChildFailed(description: "expected ready, got \(words)") }
+            guard words == ["ready"] else { throw BenchFailure("a subscriber process said \(words), not ready") }
         }
         return fleet
     }
@@ -122,7 +117,7 @@ final class SubscriberFleet {
         while receipts.count < subscribers {
             let words = try await nextLine()
             guard words.count >= 2, words[0] == word, sequence == nil || sequence == words[1] else {
-                throw ChildFailed(description: "expected \(word) receipts of event \(sequence ?? "?"), got \(words.prefix(3))")
+                throw BenchFailure("expected \(word) receipts of event \(sequence ?? "?"), got \(words.prefix(3))")
             }
             sequence = words[1]
             receipts += words.dropFirst(2).compactMap { Int64($0) }.map { Duration.nanoseconds($0) }
@@ -156,11 +151,11 @@ final class SubscriberFleet {
                 continue  // an earlier wait's watchdog, come too late
             case .silence?:
                 stop()
-                throw ChildFailed(description: "the subscriber processes said nothing for \(Self.patience)")
+                throw BenchFailure("the subscriber processes said nothing for \(Self.patience)")
             case .ended?, nil:
                 stop()
                 let statuses = processes.map { "\($0.terminationStatus)" }.joined(separator: ", ")
-                throw ChildFailed(description: "a subscriber process failed (exit statuses \(statuses)); see its output above")
+                throw BenchFailure("a subscriber process failed (exit statuses \(statuses)); see its output above")
             }
         }
     }

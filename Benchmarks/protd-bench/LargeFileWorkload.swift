@@ -197,11 +197,16 @@ struct LargeFileWorkload {
         func explain(_ name: String, _ work: String, minimum: Double, alone: Double, target: Double,
                      spent: CPUPerMiB, inProcess: Double) {
             let bound = costs.throughput(millisecondsPerMiB: minimum)
+            // CPU time comes in clock ticks: a quick run's few MiB may show none.
+            let ownCap = spent.total > 0
+                ? " (together \(f(spent.total)): at that cost \(costs.cores) cores allow protd at most "
+                    + "\(f(costs.throughput(millisecondsPerMiB: spent.total))) MiB/s, however well its stages overlap)"
+                : ""
             report.bound("\(name): \(work) and \(socket) add up to at least \(f(minimum)) ms of CPU per MiB, so "
                          + "\(costs.cores) cores allow at most \(f(bound)) MiB/s through the socket with a free client "
                          + "and daemon (\(f(alone)) without the socket). The target asks \(f(target)) "
                          + "(\(f(100 * target / bound))% of that bound). protd's runs used \(f(spent.daemon)) ms of CPU "
-                         + "per MiB in the daemon and \(f(spent.client)) in the client; the daemon's data path "
+                         + "per MiB in the daemon and \(f(spent.client)) in the client\(ownCap); the daemon's data path "
                          + "in-process, with no socket, reaches \(f(inProcess)) MiB/s")
         }
         explain("large write", "sealing (\(cipher)) at \(f(costs.seal)) MiB/s per core, writing a new file at "

@@ -31,7 +31,7 @@ struct ProtdBench: AsyncParsableCommand {
         if options.runs("lock") {
             let lock = LockWorkload(options: options, report: report)
             try await lock.fanOut(daemon: daemon, admin: admin)
-            try await lock.unlock(admin: admin, costLabel: "Argon2id ops 2, 64 MiB")
+            try await lock.unlock(admin: admin, costLabel: BenchOptions.passcodeCostLabel)
             try await lock.passwd()
         }
         await admin.close()
@@ -65,6 +65,14 @@ struct ProtdBench: AsyncParsableCommand {
 }
 
 extension BenchOptions {
+    /// The Argon2id cost every bench daemon runs at: the default of a real
+    /// deployment (Config/protd.yaml).
+    static let passcodeCost = (operations: 2, memoryKiB: 65536)
+    /// `passcodeCost` in words, for row labels.
+    static var passcodeCostLabel: String {
+        "Argon2id ops \(passcodeCost.operations), \(passcodeCost.memoryKiB / 1024) MiB"
+    }
+
     /// A daemon as every workload uses it: room for the fan-out's
     /// subscribers and the memory workload's handles, and the default
     /// Argon2id cost of a real deployment, so unlock and passwd times mean
@@ -78,7 +86,7 @@ extension BenchOptions {
               cipher: \(cipher)
 
             """
-        return try DaemonProcess(gracePeriodSeconds: 30, extraConfig: limits, argon2: (2, 65536), logLevel: "warning",
+        return try DaemonProcess(gracePeriodSeconds: 30, extraConfig: limits, argon2: Self.passcodeCost, logLevel: "warning",
                                  parentDirectory: dir)
     }
 }

@@ -67,7 +67,8 @@ final class Report {
             so protd figures include the client's own work; peers (age, gocryptfs, kernel fscrypt, plain files)
             are driven the same way from the same process or as child processes. Before each timed large-file
             write, every writer's alike, the bench touches and frees twice the file's size, so none starts with
-            pages the VM handed back to the host (docs/DESIGN.md, Writes).
+            pages the VM handed back to the host (docs/DESIGN.md, Writes); before each timed passwd, twice what
+            its two Argon2id runs touch.
 
             ## Machine
 

@@ -113,7 +113,7 @@ struct LockWorkload {
         try await many.change(timed: false)
         for turn in 0..<(options.repetitions * 2) {
             for changer in turn.isMultiple(of: 2) ? [few, many] : [many, few] {
-                try FreshPages.prepare(bytes: PasscodeChanger.pagesTouched * 2)
+                try FreshPages.prepare(bytes: PasscodeChanger.bytesTouched * 2)
                 try await changer.change()
             }
         }
@@ -147,9 +147,9 @@ private final class PasscodeChanger {
         for index in 0..<files { try await client.file("stored/\(index)").write([1], protection: .none, durable: false) }
     }
 
-    /// Memory one change touches: Argon2id for the old passcode and for
+    /// Bytes of memory one change touches: Argon2id for the old passcode and for
     /// the new one, at the bench's cost.
-    static let pagesTouched = 2 * BenchOptions.passcodeCost.memoryKiB * 1024
+    static let bytesTouched = 2 * BenchOptions.passcodeCost.memoryKiB * 1024
 
     /// One passwd, from the current passcode to the other; its time is kept
     /// when `timed`.

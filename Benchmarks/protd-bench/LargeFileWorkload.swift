@@ -95,7 +95,7 @@ struct LargeFileWorkload {
                                   writeCPU: protd.writeCPU, readCPU: protd.readCPU, storeWrite: storeWrite.median,
                                   storeRead: storeRead.median, overwrite: plainOverwrite.median)
         reportPipelineBound(max(pipeline.median, bigBatches.median), target: 0.75 * floorWrite, protd: protdWrite.median)
-        try await otherCipherThroughProtd(preferred: cipher, run: protd, content: content, chunks: chunks)
+        try await otherCiphersThroughProtd(preferred: cipher, run: protd, content: content, chunks: chunks)
         let peers = PeerContext(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, cipher: cipher)
         try age(peers, content: content, chunks: chunks)
         try gocryptfs(peers, content: content, chunks: chunks)
@@ -153,17 +153,23 @@ struct LargeFileWorkload {
         return ProtdRun(write: write, read: read, writeCPU: writeCPU, readCPU: readCPU, peaks: peaks)
     }
 
-    /// The same write and read through a second protd set to the other
-    /// cipher, so the choice of default rests on protd's own throughput on
-    /// this CPU, not only on the ciphers' raw speed.
-    private func otherCipherThroughProtd(preferred: ContentCipher, run: ProtdRun, content: [UInt8], chunks: Int)
+    /// The same write and read through a second protd set to each other
+    /// cipher this CPU runs, so the choice of default rests on protd's own
+    /// throughput here, not only on the ciphers' raw speed.
+    private func otherCiphersThroughProtd(preferred: ContentCipher, run: ProtdRun, content: [UInt8], chunks: Int)
         async throws {
-        guard preferred != .xChaCha20Poly1305 else {
-            report.skip("protd with aes-256-gcm: this CPU lacks AES-NI or PCLMUL, so libsodium does not offer "
-                        + "AES-256-GCM and protd's auto setting uses xchacha20-poly1305")
-            return
+        for other in ContentCipher.allCases where other != preferred {
+            guard other.isAvailable else {
+                report.skip("protd with \(other): it needs \(other.requirement), which this machine lacks")
+                continue
+            }
+            try await otherCipherThroughProtd(other, preferred: preferred, run: run, content: content, chunks: chunks)
         }
-        let other = ContentCipher.xChaCha20Poly1305
+    }
+
+    /// One other cipher's protd write and read, as ratios to the default's.
+    private func otherCipherThroughProtd(_ other: ContentCipher, preferred: ContentCipher, run: ProtdRun,
+                                         content: [UInt8], chunks: Int) async throws {
         let daemon = try options.startDaemon(cipher: other.description)
         defer { daemon.stop() }
         let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
@@ -174,7 +180,7 @@ struct LargeFileWorkload {
         report.add(Row(workload: label, measure: "protd read, \(other)", unit: "MiB/s", sample: alternative.read))
         report.add(Row(workload: label, measure: "protd write, \(preferred) / \(other)", unit: "x",
                        sample: Sample(values: [run.write.median / alternative.write.median]),
-                       note: "the default (auto) is the faster one where the CPU has AES-NI; docs/DESIGN.md, section Why"))
+                       note: "the default (auto) is the fastest cipher this machine runs; docs/DESIGN.md, section Why"))
         report.add(Row(workload: label, measure: "protd read, \(preferred) / \(other)", unit: "x",
                        sample: Sample(values: [run.read.median / alternative.read.median])))
         // CPU time comes in clock ticks: a quick run's few MiB may show none.
@@ -330,11 +336,11 @@ struct LargeFileWorkload {
     private func cryptoRates(_ cipher: ContentCipher, threads: Int) throws -> (Sample, Sample) {
         let aead = cipher.aead
         let key = try SecretBytes.random(count: 32)
-        let nonce = try SecureRandom.bytes(24)
+        let nonce = try SecureRandom.bytes(aead.nonceByteCount)
         let ad = [UInt8](repeating: 1, count: 25)
         let segments = bytes / Self.segment
         let sealedOnce: [UInt8] = try {
-            var sealed = [UInt8](repeating: 0, count: Self.segment + 16)
+            var sealed = [UInt8](repeating: 0, count: Self.segment + aead.tagByteCount)
             let plain = [UInt8](repeating: 0x5A, count: Self.segment)
             try plain.withUnsafeBytes { p in try ad.withUnsafeBytes { a in try nonce.withUnsafeBytes { n in
                 try sealed.withUnsafeMutableBytes { try aead.seal(p, additionalData: a, nonce: n, key: key, into: $0) }
@@ -346,7 +352,7 @@ struct LargeFileWorkload {
             let start = ContinuousClock.now
             DispatchQueue.concurrentPerform(iterations: threads) { thread in
                 var input = sealing ? [UInt8](repeating: 0x5A, count: Self.segment) : sealedOnce
-                var output = [UInt8](repeating: 0, count: sealing ? Self.segment + 16 : Self.segment)
+                var output = [UInt8](repeating: 0, count: sealing ? Self.segment + aead.tagByteCount : Self.segment)
                 // Held open across segments, as protd's FileKey.holdingAccess does.
                 _ = try! key.withUnsafeBytes { _ in
                     for _ in Swift.stride(from: thread, to: segments, by: threads) {

@@ -32,7 +32,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     /// operation (disk full...) or memory (see the message).
     case ioFailure(String)
     /// The file was written with a content cipher this daemon's CPU cannot
-    /// run (AES-256-GCM without AES-NI); the file is intact.
+    /// run (AES-256-GCM or AEGIS-256 without AES-NI); the file is intact.
     case cipherUnavailable(String)
     /// The caller is not allowed to do this (lock, passwd and erase need privileges).
     case permissionDenied(String)

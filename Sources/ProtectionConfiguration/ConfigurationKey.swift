@@ -114,8 +114,8 @@ extension ConfigurationKey {
         help: "Plaintext bytes per encrypted segment of new files.")
     static let cipher = Self(
         "storage.cipher", "NAME", type: "cipher name", default: "auto",
-        expected: "auto, xchacha20-poly1305 or aes-256-gcm (aes-256-gcm only on a CPU with AES-NI and PCLMUL)",
-        help: "Cipher of new files' segments; auto is aes-256-gcm where the CPU has AES-NI, else xchacha20-poly1305.")
+        expected: "auto, xchacha20-poly1305, aes-256-gcm or aegis-256 (aes-256-gcm only on a CPU with AES-NI and PCLMUL, aegis-256 only with AES-NI and libsodium 1.0.19 or later)",
+        help: "Cipher of new files' segments; auto is aegis-256 where it runs, else aes-256-gcm where it runs, else xchacha20-poly1305.")
     static let logLevel = Self(
         "log.level", "LEVEL", type: "log level", default: defaults.logLevel.rawValue,
         expected: "one of trace, debug, info, notice, warning, error, critical",

@@ -50,10 +50,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Key `storage.segment-size` (integer bytes, default 65536, 1024 to
     /// 16 MiB): plaintext bytes per encrypted segment of new files.
     public var segmentSize: Int
-    /// Key `storage.cipher` (`auto`, `xchacha20-poly1305` or `aes-256-gcm`;
-    /// default `auto`, which is `nil` here): the cipher of new files'
-    /// segments. `auto` takes AES-256-GCM where the CPU has AES-NI and
-    /// PCLMUL (`ContentCipher.preferred`), else XChaCha20-Poly1305.
+    /// Key `storage.cipher` (`auto`, `xchacha20-poly1305`, `aes-256-gcm` or
+    /// `aegis-256`; default `auto`, which is `nil` here): the cipher of new
+    /// files' segments. `auto` takes the fastest that runs here
+    /// (`ContentCipher.preferred`): AEGIS-256, then AES-256-GCM, else
+    /// XChaCha20-Poly1305.
     public var cipher: ContentCipher?
     /// Key `log.level` (one of `trace`, `debug`, `info`, `notice`, `warning`,
     /// `error`, `critical`; default `info`): least severe level logged.

@@ -31,8 +31,8 @@ public struct ProtectionError: Error, Sendable, Equatable, CustomStringConvertib
         case keyBagCorrupt
         /// The operating system refused an I/O operation (disk full...).
         case ioFailure
-        /// The file's content cipher cannot run on this CPU (AES-256-GCM
-        /// without AES-NI); the file itself is intact.
+        /// The file's content cipher cannot run here (AES-256-GCM or
+        /// AEGIS-256 on a CPU without AES-NI); the file itself is intact.
         case cipherUnavailable
     }
 
@@ -78,7 +78,7 @@ extension ProtectionError {
     /// `cipher` cannot run on this CPU; `subject` is what needs it, and
     /// `advice` what to do instead.
     static func cipherUnavailable(_ cipher: ContentCipher, for subject: String, _ advice: String) -> ProtectionError {
-        ProtectionError(.cipherUnavailable, "\(subject) \(cipher) needs a CPU with AES-NI and PCLMUL, which this one lacks; \(advice)")
+        ProtectionError(.cipherUnavailable, "\(subject) \(cipher) needs \(cipher.requirement), which this machine lacks; \(advice)")
     }
 
     static func integrity(_ detail: String) -> ProtectionError {

@@ -1,19 +1,24 @@
 internal import CSodium
 
-/// An authenticated cipher with a 32-byte key, a 24-byte nonce that is
-/// safe to draw at random for every message, and a 16-byte tag: what a
-/// protd content segment is sealed with (`XChaCha20Poly1305`,
-/// `AES256GCMRandomNonce`). Output is ciphertext then tag.
+/// An authenticated cipher with a 32-byte key and a nonce long enough to
+/// draw at random for every message: what a protd content segment is
+/// sealed with (`XChaCha20Poly1305`, `AES256GCMRandomNonce`, `AEGIS256`).
+/// Output is ciphertext then tag.
 public protocol RandomNonceAEAD: Sendable {
+    /// Nonce length in bytes (24 unless the cipher says otherwise).
+    static var nonceByteCount: Int { get }
+    /// Authentication tag length in bytes (16 unless the cipher says otherwise).
+    static var tagByteCount: Int { get }
+
     /// Encrypts `plaintext` into `output`, which must hold exactly
-    /// `plaintext.count + 16` bytes (ciphertext then tag).
+    /// `plaintext.count + tagByteCount` bytes (ciphertext then tag).
     static func seal(
         _ plaintext: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
         key: SecretBytes, into output: UnsafeMutableRawBufferPointer
     ) throws
 
     /// Verifies and decrypts `ciphertext` (ciphertext then tag) into
-    /// `output`, which must hold `ciphertext.count - 16` bytes. On failure
+    /// `output`, which must hold `ciphertext.count - tagByteCount` bytes. On failure
     /// `output` is zeroed and `authenticationFailed` is thrown.
     static func open(
         _ ciphertext: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
@@ -24,9 +29,9 @@ public protocol RandomNonceAEAD: Sendable {
 extension RandomNonceAEAD {
     /// Key length in bytes.
     public static var keyByteCount: Int { 32 }
-    /// Nonce length in bytes.
+    /// Nonce length in bytes, unless the cipher says otherwise.
     public static var nonceByteCount: Int { 24 }
-    /// Authentication tag length in bytes.
+    /// Authentication tag length in bytes, unless the cipher says otherwise.
     public static var tagByteCount: Int { 16 }
 
     /// Checks, before libsodium runs, the key, the nonce and that `output`

@@ -158,14 +158,14 @@ struct LoadingTests {
         #expect(configuration == Self.everyKeyConfiguration)
     }
 
-    @Test("storage.cipher: a flag's auto overrides the file's cipher, and aes-256-gcm loads where the CPU runs it")
+    @Test("storage.cipher: a flag's auto overrides the file's cipher, and aes-256-gcm and aegis-256 load where they run")
     func cipherValues() async throws {
         let files = try ConfigFiles()
         let path = try files.write("protd.yaml", "storage:\n  cipher: xchacha20-poly1305\n")
         #expect(try await load(["--config", path]).cipher == .xChaCha20Poly1305)
         #expect(try await load(["--config", path, "--storage-cipher", "auto"]).cipher == nil)
-        if ContentCipher.aes256GCM.isAvailable {
-            #expect(try await load(["--storage-cipher", "aes-256-gcm"]).cipher == .aes256GCM)
+        for cipher in [ContentCipher.aes256GCM, .aegis256] where cipher.isAvailable {
+            #expect(try await load(["--storage-cipher", cipher.description]).cipher == cipher)
         }
     }
 

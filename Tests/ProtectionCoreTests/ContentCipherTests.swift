@@ -49,16 +49,22 @@ struct ContentCipherTests {
         }
     }
 
-    @Test("changing the algorithm byte between the two ciphers is detected as tampering", arguments: StoreFixture.ciphers)
+    @Test("changing the algorithm byte to any other cipher's, or to an unknown one, is detected as tampering",
+          arguments: StoreFixture.ciphers)
     func algorithmSwapDetected(cipher: ContentCipher) throws {
         let fixture = try StoreFixture(segmentSize: 1024, cipher: cipher)
         try fixture.store.write(Array("secret".utf8), to: fixture.name("a"), in: fixture.namespace)
         let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/a"
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        bytes[5] ^= 0x03  // 1 <-> 2
-        try bytes.write(to: URL(fileURLWithPath: path))
-        let error = #expect(throws: ProtectionError.self) { try fixture.store.read(fixture.name("a"), in: fixture.namespace) }
-        #expect(error?.code == .integrityFailure)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        for other in ContentCipher.allCases.map(\.rawValue) + [0, 4, 255] where other != cipher.rawValue {
+            var bytes = original
+            bytes[5] = other
+            try bytes.write(to: URL(fileURLWithPath: path))
+            let error = #expect(throws: ProtectionError.self, "algorithm \(other)") {
+                try fixture.store.read(fixture.name("a"), in: fixture.namespace)
+            }
+            #expect(error?.code == .integrityFailure, "algorithm \(other)")
+        }
     }
 
     @Test("configuration names round-trip, and the preferred cipher is one this CPU runs")
@@ -67,6 +73,8 @@ struct ContentCipherTests {
             #expect(ContentCipher(name: cipher.description) == cipher)
         }
         #expect(ContentCipher(name: "aes") == nil)
+        #expect(ContentCipher(name: "aegis") == nil)
         #expect(ContentCipher.xChaCha20Poly1305.isAvailable)
+        #expect(ContentCipher.preferred.isAvailable)
     }
 }

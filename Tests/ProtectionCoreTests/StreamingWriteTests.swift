@@ -61,7 +61,7 @@ struct StreamingWriteTests {
         try fixture.store.write([UInt8](repeating: 5, count: 2048), to: fixture.name("two"), in: fixture.namespace)
         let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/two"
         let length = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
-        #expect(length == 140 + 2 * (1024 + 40))
+        #expect(length == 140 + 2 * (1024 + StoreFixture.segmentOverhead(fixture.configuration.cipher)))
         #expect(try fixture.store.read(fixture.name("two"), in: fixture.namespace) == [UInt8](repeating: 5, count: 2048))
     }
 

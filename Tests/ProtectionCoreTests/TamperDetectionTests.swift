@@ -9,7 +9,9 @@ import Testing
 struct TamperDetectionTests {
     static let segmentSize = 1024
     static let headerSize = 140
-    static let storedSegment = segmentSize + 40
+
+    /// Stored bytes of a full segment with `cipher`.
+    private func storedSegment(_ cipher: ContentCipher) -> Int { Self.segmentSize + StoreFixture.segmentOverhead(cipher) }
 
     /// A store with two class C files of 2.5 segments each.
     private func fixtureWithFiles(_ cipher: ContentCipher) throws -> (StoreFixture, String, String) {
@@ -48,7 +50,7 @@ struct TamperDetectionTests {
         try fixture.store.write(Array("small secret".utf8), to: fixture.name("a"), in: fixture.namespace)
         let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/a"
         let original = try load(path)
-        #expect(original.count == Self.headerSize + 12 + 40)
+        #expect(original.count == Self.headerSize + 12 + StoreFixture.segmentOverhead(cipher))
         for index in original.indices {
             var tampered = original
             tampered[index] ^= 0x01
@@ -63,9 +65,10 @@ struct TamperDetectionTests {
     func flipInEverySegment(cipher: ContentCipher) throws {
         let (fixture, path, _) = try fixtureWithFiles(cipher)
         let original = try load(path)
+        let nonce = StoreFixture.segmentNonceBytes(cipher)
         for segment in 0..<3 {
-            for offsetInSegment in [0, 23, 24, 100, Self.storedSegment - 1] {
-                let index = Self.headerSize + segment * Self.storedSegment + offsetInSegment
+            for offsetInSegment in [0, nonce - 1, nonce, 100, storedSegment(cipher) - 1] {
+                let index = Self.headerSize + segment * storedSegment(cipher) + offsetInSegment
                 guard index < original.count else { continue }
                 var tampered = original
                 tampered[index] ^= 0x80
@@ -84,9 +87,11 @@ struct TamperDetectionTests {
     func truncation(cipher: ContentCipher) throws {
         let (fixture, path, _) = try fixtureWithFiles(cipher)
         let original = try load(path)
-        let cuts = [0, 1, Self.headerSize - 1, Self.headerSize, Self.headerSize + 39, Self.headerSize + 40,
-                    Self.headerSize + Self.storedSegment, Self.headerSize + Self.storedSegment + 1,
-                    Self.headerSize + 2 * Self.storedSegment, Self.headerSize + 2 * Self.storedSegment + 50,
+        let overhead = StoreFixture.segmentOverhead(cipher)
+        let stored = storedSegment(cipher)
+        let cuts = [0, 1, Self.headerSize - 1, Self.headerSize, Self.headerSize + overhead - 1, Self.headerSize + overhead,
+                    Self.headerSize + stored, Self.headerSize + stored + 1,
+                    Self.headerSize + 2 * stored, Self.headerSize + 2 * stored + 50,
                     original.count - 1]
         for cut in cuts {
             try save(Array(original[..<cut]), path)
@@ -100,7 +105,7 @@ struct TamperDetectionTests {
         let original = try load(path)
         try save(original + [0], path)
         expectRejected(fixture, because: "one byte appended")
-        let firstSegment = Array(original[Self.headerSize..<(Self.headerSize + Self.storedSegment)])
+        let firstSegment = Array(original[Self.headerSize..<(Self.headerSize + storedSegment(cipher))])
         try save(original + firstSegment, path)
         expectRejected(fixture, because: "segment 0 appended")
     }
@@ -110,10 +115,11 @@ struct TamperDetectionTests {
         let (fixture, path, _) = try fixtureWithFiles(cipher)
         var bytes = try load(path)
         let first = Self.headerSize
-        let second = Self.headerSize + Self.storedSegment
+        let stored = storedSegment(cipher)
+        let second = Self.headerSize + stored
         let a = Array(bytes[first..<second])
-        bytes.replaceSubrange(first..<second, with: bytes[second..<(second + Self.storedSegment)])
-        bytes.replaceSubrange(second..<(second + Self.storedSegment), with: a)
+        bytes.replaceSubrange(first..<second, with: bytes[second..<(second + stored)])
+        bytes.replaceSubrange(second..<(second + stored), with: a)
         try save(bytes, path)
         expectRejected(fixture, because: "segments 0 and 1 swapped")
     }
@@ -123,7 +129,7 @@ struct TamperDetectionTests {
         let (fixture, pathA, pathB) = try fixtureWithFiles(cipher)
         var a = try load(pathA)
         let b = try load(pathB)
-        let range = Self.headerSize..<(Self.headerSize + Self.storedSegment)
+        let range = Self.headerSize..<(Self.headerSize + storedSegment(cipher))
         a.replaceSubrange(range, with: b[range])
         try save(a, pathA)
         expectRejected(fixture, because: "segment 0 from file b")
@@ -147,7 +153,7 @@ struct TamperDetectionTests {
     func rangedReadSeesTruncation(cipher: ContentCipher) throws {
         let (fixture, path, _) = try fixtureWithFiles(cipher)
         let original = try load(path)
-        try save(Array(original[..<(Self.headerSize + 2 * Self.storedSegment)]), path)
+        try save(Array(original[..<(Self.headerSize + 2 * storedSegment(cipher))]), path)
         let error = #expect(throws: ProtectionError.self) {
             try fixture.store.open(fixture.name("a"), in: fixture.namespace, mode: .existing)
         }

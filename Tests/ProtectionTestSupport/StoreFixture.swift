@@ -20,6 +20,13 @@ public final class StoreFixture: @unchecked Sendable {
     /// Every content cipher this CPU runs, for tests that cover each.
     public static let ciphers = ContentCipher.allCases.filter(\.isAvailable)
 
+    /// A stored segment's nonce bytes with `cipher`, as docs/FORMAT.md gives them.
+    public static func segmentNonceBytes(_ cipher: ContentCipher) -> Int { cipher == .aegis256 ? 32 : 24 }
+
+    /// What a stored segment adds to its plaintext with `cipher` (nonce and
+    /// tag), as docs/FORMAT.md gives it.
+    public static func segmentOverhead(_ cipher: ContentCipher) -> Int { cipher == .aegis256 ? 64 : 40 }
+
     /// Opens a fresh store; `segmentSize` defaults to the format's 64 KiB
     /// and `cipher` to the fastest this CPU runs.
     public init(segmentSize: Int = 64 * 1024, policy: FailedAttemptPolicy = .standard,

@@ -28,7 +28,7 @@ final class EncryptedFile {
         self.path = path
         self.header = header
         self.key = key
-        self.layout = SegmentLayout(segmentSize: header.segmentSize)
+        self.layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
         self.size = size
     }
 
@@ -59,7 +59,7 @@ final class EncryptedFile {
     static func open(fd: Int32, path: String, keys: ClassKeys) throws -> EncryptedFile {
         let header = try readHeader(fd: fd, path: path)
         let key = try FileKey.unwrap(header, keys: keys)
-        let layout = SegmentLayout(segmentSize: header.segmentSize)
+        let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
         guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
             key.wipe()
             throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
@@ -133,7 +133,7 @@ final class EncryptedFile {
     private func readSegment(
         _ index: Int, length: Int, final: Bool, range: Range<Int>, into target: UnsafeMutableRawBufferPointer
     ) throws {
-        let stored = UnsafeMutableRawBufferPointer.allocate(byteCount: length + SegmentLayout.overhead, alignment: 16)
+        let stored = UnsafeMutableRawBufferPointer.allocate(byteCount: length + layout.overhead, alignment: 16)
         defer { stored.deallocate() }
         guard try Posix.pread(fd, into: stored, at: layout.offset(ofSegment: index), path: path) == stored.count else {
             throw ProtectionError.integrity("segment \(index) is truncated")
@@ -234,7 +234,7 @@ final class EncryptedFile {
             zeroFill(&plain)
             let capacity = max(length, min(layout.segmentSize, 4096))
             plain = [UInt8](repeating: 0, count: capacity)
-            stored = [UInt8](repeating: 0, count: capacity + SegmentLayout.overhead)
+            stored = [UInt8](repeating: 0, count: capacity + layout.overhead)
         }
     }
 
@@ -295,7 +295,7 @@ final class EncryptedFile {
     private func readAndOpen(index: Int) throws -> Int {
         let length = layout.plaintextLength(ofSegment: index, size: size)
         ensureBuffers(for: length)
-        let storedLength = length + SegmentLayout.overhead
+        let storedLength = length + layout.overhead
         let final = index == layout.lastIndex(forSize: size)
         try stored.withUnsafeMutableBytes { storedBuffer in
             let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength])
@@ -313,7 +313,7 @@ final class EncryptedFile {
     /// Encrypts `plain[0..<length]` as segment `index` and writes it.
     private func sealAndWrite(index: Int, length: Int, final: Bool) throws {
         ensureBuffers(for: length)
-        let storedLength = length + SegmentLayout.overhead
+        let storedLength = length + layout.overhead
         try stored.withUnsafeMutableBytes { storedBuffer in
             let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength])
             try plain.withUnsafeBytes { plainBuffer in

@@ -5,7 +5,7 @@ internal import Sodium
 /// ```
 /// 0   4  magic "PDFE"        7   1  wrapped-key length L (72 or 80)
 /// 4   1  format version (1)  8   4  segment size, little endian
-/// 5   1  algorithm (1, 2)    12  16 file id
+/// 5   1  algorithm (1..3)    12  16 file id
 /// 6   1  protection class    28  80 wrapped file key (L bytes, zero padded)
 /// 108 32 header tag: keyed BLAKE2b-256 over bytes 0..<108
 /// ```

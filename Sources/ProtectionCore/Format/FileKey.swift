@@ -113,31 +113,34 @@ final class FileKey: Sendable {
     }
 
     /// Encrypts one segment into `output` (`nonce || ciphertext || tag`,
-    /// `plaintext.count + 40` bytes) with a fresh random nonce.
+    /// `plaintext.count` plus the cipher's nonce and tag bytes) with a fresh
+    /// random nonce.
     func sealSegment(
         _ plaintext: UnsafeRawBufferPointer, index: Int, final: Bool, fileID: [UInt8],
         into output: UnsafeMutableRawBufferPointer
     ) throws {
-        let nonce = UnsafeMutableRawBufferPointer(rebasing: output[..<SegmentLayout.nonceByteCount])
+        let nonceByteCount = cipher.aead.nonceByteCount
+        let nonce = UnsafeMutableRawBufferPointer(rebasing: output[..<nonceByteCount])
         try SecureRandom.fill(nonce)
         try Self.withAssociatedData(fileID: fileID, index: index, final: final) { ad in
             try cipher.aead.seal(plaintext, additionalData: ad, nonce: UnsafeRawBufferPointer(nonce), key: secret,
-                                       into: UnsafeMutableRawBufferPointer(rebasing: output[SegmentLayout.nonceByteCount...]))
+                                       into: UnsafeMutableRawBufferPointer(rebasing: output[nonceByteCount...]))
         }
     }
 
-    /// Verifies and decrypts one stored segment into `output`
-    /// (`stored.count - 40` bytes); throws `integrityFailure` on any
+    /// Verifies and decrypts one stored segment into `output` (`stored.count`
+    /// less the cipher's nonce and tag bytes); throws `integrityFailure` on any
     /// mismatch of content, index, final flag or file id.
     func openSegment(
         _ stored: UnsafeRawBufferPointer, index: Int, final: Bool, fileID: [UInt8],
         into output: UnsafeMutableRawBufferPointer
     ) throws {
+        let nonceByteCount = cipher.aead.nonceByteCount
         do {
             try Self.withAssociatedData(fileID: fileID, index: index, final: final) { ad in
-                try cipher.aead.open(UnsafeRawBufferPointer(rebasing: stored[SegmentLayout.nonceByteCount...]),
+                try cipher.aead.open(UnsafeRawBufferPointer(rebasing: stored[nonceByteCount...]),
                                            additionalData: ad,
-                                           nonce: UnsafeRawBufferPointer(rebasing: stored[..<SegmentLayout.nonceByteCount]),
+                                           nonce: UnsafeRawBufferPointer(rebasing: stored[..<nonceByteCount]),
                                            key: secret, into: output)
             }
         } catch let error as SodiumError where error.code == .authenticationFailed {

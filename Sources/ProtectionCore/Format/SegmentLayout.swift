@@ -1,11 +1,12 @@
+internal import Sodium
+
 /// Where segments sit in a protected file and how plaintext offsets map to
 /// them. Segment `i` holds plaintext bytes `i*S ..< min((i+1)*S, size)` and
-/// is stored as `nonce(24) || ciphertext || tag(16)` at
-/// `140 + i*(S+40)`. An empty file still has one (empty, final) segment.
+/// is stored as `nonce || ciphertext || tag` at `140 + i*(S+overhead)`: a
+/// 24-byte nonce and a 16-byte tag (overhead 40) for XChaCha20-Poly1305 and
+/// AES-256-GCM, 32 and 32 (overhead 64) for AEGIS-256. An empty file still
+/// has one (empty, final) segment.
 struct SegmentLayout: Equatable {
-    /// Bytes each stored segment adds to its plaintext.
-    static let overhead = 40
-    static let nonceByteCount = 24
     /// The default plaintext bytes per segment.
     static let defaultSegmentSize = 64 * 1024
     /// Segment sizes the format accepts: 1 KiB to 16 MiB.
@@ -13,9 +14,20 @@ struct SegmentLayout: Equatable {
 
     /// Plaintext bytes per segment.
     let segmentSize: Int
+    /// Bytes of each stored segment's nonce, in front of its ciphertext.
+    let nonceByteCount: Int
+    /// Bytes each stored segment adds to its plaintext: nonce and tag.
+    let overhead: Int
+
+    /// The layout of segments of `segmentSize` plaintext bytes sealed with `cipher`.
+    init(segmentSize: Int, cipher: ContentCipher) {
+        self.segmentSize = segmentSize
+        nonceByteCount = cipher.aead.nonceByteCount
+        overhead = nonceByteCount + cipher.aead.tagByteCount
+    }
 
     /// Stored bytes per full segment.
-    var storedSegmentSize: Int { segmentSize + Self.overhead }
+    var storedSegmentSize: Int { segmentSize + overhead }
 
     /// Index of the last segment of a file of `size` plaintext bytes.
     func lastIndex(forSize size: Int) -> Int {
@@ -35,18 +47,18 @@ struct SegmentLayout: Equatable {
     /// Stored file length for `size` plaintext bytes.
     func fileLength(forSize size: Int) -> Int {
         let last = lastIndex(forSize: size)
-        return offset(ofSegment: last) + plaintextLength(ofSegment: last, size: size) + Self.overhead
+        return offset(ofSegment: last) + plaintextLength(ofSegment: last, size: size) + overhead
     }
 
     /// The plaintext size implied by a stored file length, or `nil` when no
     /// well-formed file has that length (a torn or truncated segment).
     func plaintextSize(forFileLength length: Int) -> Int? {
         let body = length - FileHeader.byteCount
-        guard body >= Self.overhead else { return nil }
+        guard body >= overhead else { return nil }
         let fullSegments = (body - 1) / storedSegmentSize
         let lastStored = body - fullSegments * storedSegmentSize
-        guard lastStored >= Self.overhead else { return nil }
-        let lastPlain = lastStored - Self.overhead
+        guard lastStored >= overhead else { return nil }
+        let lastPlain = lastStored - overhead
         // Only an empty file has an empty final segment.
         guard lastPlain > 0 || fullSegments == 0 else { return nil }
         return fullSegments * segmentSize + lastPlain

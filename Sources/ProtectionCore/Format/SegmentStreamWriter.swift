@@ -35,7 +35,7 @@ final class SegmentStreamWriter {
         self.fd = fd
         self.path = path
         (key, header) = try FileKey.newFile(protection: protection, format: format, keys: keys)
-        layout = SegmentLayout(segmentSize: format.segmentSize)
+        layout = SegmentLayout(segmentSize: format.segmentSize, cipher: format.cipher)
         unwrittenHeader = header.encoded
     }
 
@@ -102,7 +102,7 @@ final class SegmentStreamWriter {
                 unwrittenHeader = nil
                 // The header, until written, goes out in front of the first batch.
                 let prefix = headerBytes.count
-                let storedBytes = prefix + (batch.count - 1) * stride + batch.last!.count + SegmentLayout.overhead
+                let storedBytes = prefix + (batch.count - 1) * stride + batch.last!.count + layout.overhead
                 if sealed.count < storedBytes { sealed = [UInt8](repeating: 0, count: storedBytes) }
                 try sealed.withUnsafeMutableBytes { output in
                     if prefix > 0 { output.copyBytes(from: headerBytes) }
@@ -111,7 +111,7 @@ final class SegmentStreamWriter {
                         let plain = batch[batchStart + position]
                         let index = first + position
                         let start = prefix + position * stride
-                        let end = start + plain.count + SegmentLayout.overhead
+                        let end = start + plain.count + layout.overhead
                         let region = UnsafeMutableRawBufferPointer(rebasing: output[start..<end])
                         try key.sealSegment(plain, index: index,
                                             final: lastIsFinal && batchStart + position == sources.count - 1,

@@ -77,7 +77,7 @@ struct FileStore: Sendable {
                                   modificationTime: Int64(info.st_mtim.tv_sec))
         }
         let header = try read.get()
-        guard let size = SegmentLayout(segmentSize: header.segmentSize).plaintextSize(forFileLength: Int(info.st_size)) else {
+        guard let size = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm).plaintextSize(forFileLength: Int(info.st_size)) else {
             throw ProtectionError.integrity("\(name): file length does not match whole segments")
         }
         return FileAttributes(name: name, protection: header.protection, size: size,

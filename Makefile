@@ -14,10 +14,11 @@ MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/protd
 RELEASE_BIN = .build/release
 # Which libsodium protd links. "source" (the default) builds libsodium
-# 1.0.20 once under SODIUM_DIR and links it statically: its AES-256-GCM, the
-# default cipher on AES-NI machines, is more than twice as fast as the
-# 1.0.18 Debian 12 ships (docs/DESIGN.md, "Which libsodium"). "system" links
-# Debian's shared library. When the source build cannot run (no PyPI, no
+# 1.0.20 once under SODIUM_DIR and links it statically: it has AEGIS-256,
+# the default cipher on AES-NI machines, which 1.0.18 lacks, and its
+# AES-256-GCM is more than twice as fast as the 1.0.18 Debian 12 ships
+# (docs/DESIGN.md, "Which libsodium"). "system" links Debian's shared
+# library (new files then get AES-256-GCM). When the source build cannot run (no PyPI, no
 # compiler), make says so and the build falls back to Debian's.
 SODIUM ?= source
 SODIUM_DIR = .build-sodium

@@ -64,7 +64,8 @@ ifeq ($(SODIUM),source)
 	@sh scripts/install-missing "the libsodium 1.0.20 build" python3=python3 cc=gcc
 	@sh scripts/build-libsodium $(SODIUM_DIR) || \
 		echo "warning: could not build libsodium 1.0.20 from source; linking the libsodium pkg-config finds instead" \
-			"($$(pkg-config --modversion libsodium)), which installed binaries then need at run time" >&2
+			"($$(pkg-config --modversion libsodium)), which installed binaries then need at run time;" \
+			"before 1.0.19 it has no AEGIS-256, so files written with it (the default) cannot be read" >&2
 endif
 
 ## Tools some tests use (pamtester, systemd-analyze, qemu-x86_64 to run protd

@@ -17,7 +17,8 @@ public struct SodiumError: Error, Sendable, Equatable, CustomStringConvertible {
         case keyDerivationFailed
         /// A key-derivation cost outside libsodium's allowed range.
         case invalidCost
-        /// The CPU lacks what the algorithm needs (AES-256-GCM: AES-NI).
+        /// The CPU lacks what the algorithm needs (AES-256-GCM, AEGIS-256:
+        /// AES-NI), or for AEGIS-256 the linked libsodium (before 1.0.19).
         case unsupportedCPU
     }
 

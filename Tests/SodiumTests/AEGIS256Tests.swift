@@ -9,30 +9,11 @@ struct AEGIS256Tests {
     private let additionalData: [UInt8] = [9, 8, 7]
 
     private func seal(_ plaintext: [UInt8], nonce: [UInt8], key: SecretBytes, ad: [UInt8]? = nil) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: plaintext.count + 32)
-        try plaintext.withUnsafeBytes { p in try (ad ?? additionalData).withUnsafeBytes { a in try nonce.withUnsafeBytes { n in
-            try output.withUnsafeMutableBytes { try AEGIS256.seal(p, additionalData: a, nonce: n, key: key, into: $0) }
-        } } }
-        return output
+        try AEGIS256.sealed(plaintext, nonce: nonce, key: key, ad: ad ?? additionalData)
     }
 
     private func open(_ sealed: [UInt8], nonce: [UInt8], key: SecretBytes, ad: [UInt8]? = nil) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: max(0, sealed.count - 32))
-        try sealed.withUnsafeBytes { s in try (ad ?? additionalData).withUnsafeBytes { a in try nonce.withUnsafeBytes { n in
-            try output.withUnsafeMutableBytes { try AEGIS256.open(s, additionalData: a, nonce: n, key: key, into: $0) }
-        } } }
-        return output
-    }
-
-    private func bytes(_ hex: String) -> [UInt8] {
-        var result: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            result.append(UInt8(hex[index..<next], radix: 16)!)
-            index = next
-        }
-        return result
+        try AEGIS256.opened(sealed, nonce: nonce, key: key, ad: ad ?? additionalData)
     }
 
     /// Test vectors 1 and 3 of draft-irtf-cfrg-aegis-aead, appendix A.3
@@ -50,9 +31,9 @@ struct AEGIS256Tests {
             buffer[0] = 0x10
             buffer[1] = 0x01
         }
-        let nonce = bytes("1000020000000000000000000000000000000000000000000000000000000000")
-        #expect(try seal(bytes(message), nonce: nonce, key: key, ad: bytes(ad)) == bytes(expected))
-        #expect(try open(bytes(expected), nonce: nonce, key: key, ad: bytes(ad)) == bytes(message))
+        let nonce = hexBytes("1000020000000000000000000000000000000000000000000000000000000000")
+        #expect(try seal(hexBytes(message), nonce: nonce, key: key, ad: hexBytes(ad)) == hexBytes(expected))
+        #expect(try open(hexBytes(expected), nonce: nonce, key: key, ad: hexBytes(ad)) == hexBytes(message))
     }
 
     @Test("round-trips, and rejects any flipped byte, other associated data, another key or another nonce")

@@ -10,19 +10,11 @@ struct AES256GCMRandomNonceTests {
     private let additionalData: [UInt8] = [9, 8, 7]
 
     private func seal(_ plaintext: [UInt8], nonce: [UInt8], key: SecretBytes, ad: [UInt8]? = nil) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: plaintext.count + 16)
-        try plaintext.withUnsafeBytes { p in try (ad ?? additionalData).withUnsafeBytes { a in try nonce.withUnsafeBytes { n in
-            try output.withUnsafeMutableBytes { try AES256GCMRandomNonce.seal(p, additionalData: a, nonce: n, key: key, into: $0) }
-        } } }
-        return output
+        try AES256GCMRandomNonce.sealed(plaintext, nonce: nonce, key: key, ad: ad ?? additionalData)
     }
 
     private func open(_ sealed: [UInt8], nonce: [UInt8], key: SecretBytes, ad: [UInt8]? = nil) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: max(0, sealed.count - 16))
-        try sealed.withUnsafeBytes { s in try (ad ?? additionalData).withUnsafeBytes { a in try nonce.withUnsafeBytes { n in
-            try output.withUnsafeMutableBytes { try AES256GCMRandomNonce.open(s, additionalData: a, nonce: n, key: key, into: $0) }
-        } } }
-        return output
+        try AES256GCMRandomNonce.opened(sealed, nonce: nonce, key: key, ad: ad ?? additionalData)
     }
 
     @Test("output is AES-256-GCM under BLAKE2b(key, label || nonce[0..<12]) with nonce[12..<24], as docs/FORMAT.md says")
@@ -43,22 +35,12 @@ struct AES256GCMRandomNonceTests {
     /// hashlib.blake2b and the cryptography package's AESGCM (docs/FORMAT.md).
     @Test("the known-answer vector of docs/FORMAT.md seals and opens")
     func knownAnswer() throws {
-        func bytes(_ hex: String) -> [UInt8] {
-            var result: [UInt8] = []
-            var index = hex.startIndex
-            while index < hex.endIndex {
-                let next = hex.index(index, offsetBy: 2)
-                result.append(UInt8(hex[index..<next], radix: 16)!)
-                index = next
-            }
-            return result
-        }
         let key = try SecretBytes(count: 32) { buffer in
             for index in buffer.indices { buffer[index] = UInt8(index) }
         }
         let nonce = (0x40..<0x58).map { UInt8($0) }
         let ad = (0xA0..<0xB0).map { UInt8($0) } + [1, 0, 0, 0, 0, 0, 0, 0, 1]
-        let expected = bytes("2b08be40b61160d88faba69a8c3a722e521f2ee5a24a35b30893749757c18452cd7000ff8f4617260098f6a846")
+        let expected = hexBytes("2b08be40b61160d88faba69a8c3a722e521f2ee5a24a35b30893749757c18452cd7000ff8f4617260098f6a846")
         let message = Array("protd AES-256-GCM test vector".utf8)
         #expect(try seal(message, nonce: nonce, key: key, ad: ad) == expected)
         #expect(try open(expected, nonce: nonce, key: key, ad: ad) == message)

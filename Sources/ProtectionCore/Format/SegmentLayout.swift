@@ -14,16 +14,13 @@ struct SegmentLayout: Equatable {
 
     /// Plaintext bytes per segment.
     let segmentSize: Int
-    /// Bytes of each stored segment's nonce, in front of its ciphertext.
-    let nonceByteCount: Int
     /// Bytes each stored segment adds to its plaintext: nonce and tag.
     let overhead: Int
 
     /// The layout of segments of `segmentSize` plaintext bytes sealed with `cipher`.
     init(segmentSize: Int, cipher: ContentCipher) {
         self.segmentSize = segmentSize
-        nonceByteCount = cipher.aead.nonceByteCount
-        overhead = nonceByteCount + cipher.aead.tagByteCount
+        overhead = cipher.aead.nonceByteCount + cipher.aead.tagByteCount
     }
 
     /// Stored bytes per full segment.

@@ -1,3 +1,4 @@
+internal import CFileSystemType
 internal import Glibc
 
 /// Keeps an idle daemon's executable mapped in small pieces. A file read
@@ -27,7 +28,8 @@ public enum ExecutablePageCache {
         /// The code faults in small folios: nothing to do.
         case smallFolios
         /// The check could not be made, or stopped (an old kernel, a
-        /// system-call filter); nothing was dropped. Says why.
+        /// system-call filter), or would be in vain (an executable on
+        /// tmpfs); nothing was dropped. Says why.
         case unavailable(String)
     }
 
@@ -57,6 +59,7 @@ public enum ExecutablePageCache {
             let executable = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
             guard executable >= 0 else { throw ProcessMemoryMap.Failure(call: "open /proc/self/exe", code: errno) }
             defer { close(executable) }
+            if let kept = try pagesStayCached(executable) { return .unavailable(kept) }
             let mappings = try ProcessMemoryMap.mappings(of: executable)
             guard let code = mappings.first(where: { $0.permissions.hasPrefix("r-x") }) else {
                 return .unavailable("no mapping of the executable's code in /proc/self/maps")
@@ -71,7 +74,6 @@ public enum ExecutablePageCache {
             for mapping in mappings where !mapping.permissions.contains("w") {
                 try unmapFilePages(of: mapping.region, memory: memory)
             }
-            // On tmpfs this does nothing (and still reports success).
             let result = posix_fadvise(executable, 0, 0, Int32(POSIX_FADV_DONTNEED))
             guard result == 0 else { throw ProcessMemoryMap.Failure(call: "posix_fadvise", code: result) }
             return .dropped
@@ -79,6 +81,23 @@ public enum ExecutablePageCache {
             return .unavailable(error.description)
         }
     }
+
+    /// Why `file`'s cached pages cannot be dropped, or nil when they can:
+    /// on tmpfs and ramfs the page cache is the file itself, and
+    /// `POSIX_FADV_DONTNEED` does nothing there (and still succeeds).
+    static func pagesStayCached(_ file: Int32) throws(ProcessMemoryMap.Failure) -> String? {
+        var type: UInt = 0
+        guard protd_file_system_type(file, &type) == 0 else { throw ProcessMemoryMap.Failure(call: "fstatfs", code: errno) }
+        switch type {
+        case Self.tmpfsMagic: return "the executable is on tmpfs, whose pages cannot be dropped"
+        case Self.ramfsMagic: return "the executable is on ramfs, whose pages cannot be dropped"
+        default: return nil
+        }
+    }
+
+    /// `statfs` file-system types (linux/magic.h) whose files live in the page cache.
+    static let tmpfsMagic: UInt = 0x0102_1994
+    static let ramfsMagic: UInt = 0x8584_58F6
 
     /// The pages of `code` to fault in (see `probeEighths`).
     static func probePages(in code: UnsafeRawBufferPointer, memory: borrowing ProcessMemoryMap)

@@ -51,7 +51,7 @@ case .smallFolios:
 case .dropped:
     logger.info("dropped the executable's cached pages, which were large folios; its code comes back from disk")
 case .unavailable(let reason):
-    logger.notice("could not check how the executable is cached; idle memory may be higher",
+    logger.notice("left the executable's cached pages as they are; idle memory may be higher",
                   metadata: ["protd.executable_pages.error": "\(reason)"])
 }
 if !mallocArenasLimited {

@@ -89,10 +89,39 @@ struct ExecutablePageCacheTests {
         }
     }
 
-    @Test("this test process's own executable can be checked")
-    func ownExecutable() {
+    @Test("this test process's own executable can be checked, unless it is on tmpfs")
+    func ownExecutable() throws {
+        let executable = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
+        #expect(executable >= 0)
+        defer { close(executable) }
+        let kept = try ExecutablePageCache.pagesStayCached(executable)
         let outcome = ExecutablePageCache.dropIfMappedInLargeFolios()
-        #expect(outcome == .dropped || outcome == .smallFolios)
+        if let kept {
+            #expect(outcome == .unavailable(kept))
+        } else {
+            #expect(outcome == .dropped || outcome == .smallFolios)
+        }
+    }
+
+    @Test("a file on tmpfs is known to keep its pages in memory",
+          .enabled(if: MountTable.type(of: "/dev/shm") == "tmpfs", "/dev/shm is not a tmpfs here"))
+    func tmpfsKeepsItsPages() throws {
+        let directory = try TemporaryDirectory("page-cache", in: "/dev/shm")
+        defer { directory.remove() }
+        let path = directory.appending("file")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data([1])))
+        let onTmpfs = open(path, O_RDONLY | O_CLOEXEC)
+        #expect(onTmpfs >= 0)
+        defer { close(onTmpfs) }
+        #expect(try ExecutablePageCache.pagesStayCached(onTmpfs) == "the executable is on tmpfs, whose pages cannot be dropped")
+    }
+
+    @Test("a file on a disk file system is not",
+          .enabled(if: !MountTable.isInMemory(FileManager.default.temporaryDirectory.path), "the temporary directory is in memory here"))
+    func diskFileDropsItsPages() throws {
+        let file = try TestFile(bytes: Self.pageSize)
+        defer { file.remove() }
+        #expect(try ExecutablePageCache.pagesStayCached(file.descriptor) == nil)
     }
 
     @Test("probes go to fault-around windows in which nothing is mapped yet")

@@ -160,6 +160,22 @@ struct MessageCodecTests {
         #expect(try Request(frame: frame) == .writeChunk(ByteBuffer(bytes: content)))
     }
 
+    @Test("a write chunk frame's copy lands a whole number of cache lines from its source, wherever that lies")
+    func writeChunkFrameAlignment() throws {
+        let content = Array(0..<9_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        var body = ByteBuffer()
+        for start in 0..<(2 * Request.copyAlignment + 3) {
+            let slice = content[start..<(start + 8_192)]
+            let frame = Request.writeChunkFrame(slice, requestID: 5, into: &body)
+            let expected = Request.writeChunk(ByteBuffer(bytes: slice)).frame(requestID: 5)
+            #expect(frame.encoded() == expected.encoded(), "slice from \(start)")
+            #expect(try Request(frame: frame) == .writeChunk(ByteBuffer(bytes: slice)))
+            let source = slice.withUnsafeBytes { Int(bitPattern: $0.baseAddress) }
+            let destination = frame.body.withUnsafeReadableBytes { Int(bitPattern: $0.baseAddress) } + 4
+            #expect((destination - source) % Request.copyAlignment == 0, "slice from \(start)")
+        }
+    }
+
     @Test("a data frame filled in place has the same bytes as one built from a buffer", arguments: [false, true])
     func dataFrameInPlace(chunk: Bool) throws {
         let content: [UInt8] = Array(0..<200).map { UInt8($0) }

@@ -95,33 +95,24 @@ public enum Request: Sendable, Equatable {
     /// `frame(requestID:)` copies it twice): the streamed-write path. `body`
     /// is cleared first; its storage is reused when no earlier frame still
     /// holds it, which spares an allocation and fresh pages per chunk.
-    ///
-    /// The body starts up to `copyAlignment - 1` bytes into `body` (unsent),
-    /// so that the copy lands a whole number of `copyAlignment` bytes from
-    /// where it comes from: on some CPUs (AMD EPYC here) `memcpy`'s
-    /// `rep movsb` runs a 512 KiB copy at about a twelfth of its speed when
-    /// the destination lies 1-15 bytes past the source modulo 4 KiB, and
-    /// somewhat slower at 16-63 (docs/DESIGN.md, Writes).
     public static func writeChunkFrame(_ content: ArraySlice<UInt8>, requestID: UInt32, into body: inout ByteBuffer) -> Frame {
         body.clear(minimumCapacity: copyAlignment + 4 + content.count)
-        let source = content.withUnsafeBytes { Int(bitPattern: $0.baseAddress) }
-        let destination = body.withUnsafeMutableWritableBytes { Int(bitPattern: $0.baseAddress) } + 4
-        let padding = (source &- destination) & (copyAlignment - 1)
-        body.moveWriterIndex(forwardBy: padding)
-        body.moveReaderIndex(forwardBy: padding)
+        body.alignContent(at: 4, toCopyFrom: content.withUnsafeBytes { $0.baseAddress })
         body.writeWireBytes(content)
         return Frame(type: MessageType.writeChunk.rawValue, requestID: requestID, body: body)
     }
 
-    /// What `writeChunkFrame` aligns its copy's destination to, relative to
-    /// its source: a cache line.
+    /// What a frame body's file content is aligned to, relative to where it
+    /// is copied from (`ByteBuffer.alignContent`): a cache line.
     public static let copyAlignment = 64
 
-    /// Bytes of file content the request carries.
-    private var contentByteCount: Int {
+    /// The file content the request carries, and its offset in the body.
+    private var content: (data: ByteBuffer, offset: Int)? {
         switch self {
-        case .writeChunk(let data), .handleWrite(_, _, let data), .handleAppend(_, let data): data.readableBytes
-        default: 0
+        case .writeChunk(let data): (data, 4)
+        case .handleWrite(_, _, let data): (data, 4 + 8 + 4)
+        case .handleAppend(_, let data): (data, 4 + 4)
+        default: nil
         }
     }
 
@@ -129,7 +120,10 @@ public enum Request: Sendable, Equatable {
     public func frame(requestID: UInt32, allocator: ByteBufferAllocator = ByteBufferAllocator()) -> Frame {
         // Room for the content up front: growing a body to fit a 512 KiB
         // chunk would reallocate it to the next power of two (1 MiB).
-        var body = allocator.buffer(capacity: 32 + contentByteCount)
+        var body = allocator.buffer(capacity: 32 + (content.map { Self.copyAlignment + $0.data.readableBytes } ?? 0))
+        if let content {
+            body.alignContent(at: content.offset, toCopyFrom: content.data.withUnsafeReadableBytes { $0.baseAddress })
+        }
         switch self {
         case .hello(let minimum, let maximum, let client):
             body.writeInteger(minimum, endianness: .big)

@@ -171,9 +171,32 @@ struct MessageCodecTests {
             #expect(frame.encoded() == expected.encoded(), "slice from \(start)")
             #expect(try Request(frame: frame) == .writeChunk(ByteBuffer(bytes: slice)))
             let source = slice.withUnsafeBytes { Int(bitPattern: $0.baseAddress) }
-            let destination = frame.body.withUnsafeReadableBytes { Int(bitPattern: $0.baseAddress) } + 4
-            #expect((destination - source) % Request.copyAlignment == 0, "slice from \(start)")
+            #expect((Self.contentAddress(in: frame, at: 4) &- source) % Request.copyAlignment == 0, "slice from \(start)")
         }
+    }
+
+    @Test("so does the content of every request that carries some, built from a buffer")
+    func contentFrameAlignment() throws {
+        let bytes = Array(0..<9_000).map { UInt8(truncatingIfNeeded: $0 &* 11) }
+        for start in 0..<(2 * Request.copyAlignment + 3) {
+            var data = ByteBuffer(bytes: bytes)
+            data.moveReaderIndex(forwardBy: start)
+            let source = data.withUnsafeReadableBytes { Int(bitPattern: $0.baseAddress) }
+            for (request, offset) in [(Request.writeChunk(data), 4), (.handleWrite(handle: 3, offset: 99, data: data), 16),
+                                      (.handleAppend(handle: 3, data: data), 8)] {
+                let frame = request.frame(requestID: 8)
+                #expect(try Request(frame: frame) == request, "\(request) from \(start)")
+                #expect(frame.body.getBytes(at: frame.body.readerIndex + offset, length: data.readableBytes)
+                    == Array(bytes[start...]), "\(request) from \(start)")
+                #expect((Self.contentAddress(in: frame, at: offset) &- source) % Request.copyAlignment == 0,
+                        "\(request) from \(start)")
+            }
+        }
+    }
+
+    /// The address of the byte `offset` bytes into `frame`'s body.
+    private static func contentAddress(in frame: Frame, at offset: Int) -> Int {
+        frame.body.withUnsafeReadableBytes { Int(bitPattern: $0.baseAddress) } + offset
     }
 
     @Test("a data frame filled in place has the same bytes as one built from a buffer", arguments: [false, true])

@@ -166,12 +166,20 @@ final class Connection: Sendable {
         try await submit([request], shape: shape)
     }
 
-    /// Sends `requests` under one new request id, in a single write, and
+    /// Sends `requests` under one new request id, in a single write (a
+    /// small whole-file write: begin, chunk and end in one system call), and
     /// returns the slot the answer will arrive in.
     func submit(_ requests: [Request], shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
+        try await submit(shape: shape) { id in requests.map { $0.frame(requestID: id) } }
+    }
+
+    /// Sends the frames `build` makes for a new request id, in a single
+    /// write, and returns the slot the answer will arrive in.
+    func submit(shape: AnswerShape = .single, building build: (UInt32) -> [Frame])
+        async throws(DataProtectionError) -> PendingAnswer {
         let id = try router.register(shape)
         let pending = PendingAnswer(requestID: id, router: router)
-        try await send(requests, requestID: id)
+        try await send(frames: build(id))
         return pending
     }
 
@@ -202,13 +210,7 @@ final class Connection: Sendable {
 
     /// Sends one more frame for an existing request id (write chunks, end, abort).
     func send(_ request: Request, requestID: UInt32) async throws(DataProtectionError) {
-        try await send([request], requestID: requestID)
-    }
-
-    /// Sends several frames for one request id in a single write (a small
-    /// whole-file write: begin, chunk and end in one system call).
-    func send(_ requests: [Request], requestID: UInt32) async throws(DataProtectionError) {
-        try await send(frames: requests.map { $0.frame(requestID: requestID) })
+        try await send(frames: [request.frame(requestID: requestID)])
     }
 
     /// Completes once the event loop has run everything sent before it

@@ -68,8 +68,9 @@ extension ProtectedFile {
                 let end = min(start + connection.maximumChunkSize, data.count)
                 let (position, overflow) = offset.addingReportingOverflow(UInt64(start))
                 guard !overflow else { throw .invalidArgument("offset \(offset) plus \(data.count) bytes is past the largest file") }
-                answers.append(try await connection.submit(.handleWrite(handle: handle, offset: position,
-                                                                        data: ByteBuffer(bytes: data[start..<end]))))
+                answers.append(try await connection.submit { id in
+                    [Request.handleWriteFrame(handle: handle, offset: position, content: data[start..<end], requestID: id)]
+                })
                 start = end
             } while start < data.count
             return try await Self.lastSize(of: answers, "handleWrite")
@@ -83,8 +84,9 @@ extension ProtectedFile {
             var start = 0
             repeat {
                 let end = min(start + connection.maximumChunkSize, data.count)
-                answers.append(try await connection.submit(.handleAppend(handle: handle,
-                                                                         data: ByteBuffer(bytes: data[start..<end]))))
+                answers.append(try await connection.submit { id in
+                    [Request.handleAppendFrame(handle: handle, content: data[start..<end], requestID: id)]
+                })
                 start = end
             } while start < data.count
             return try await Self.lastSize(of: answers, "handleAppend")

@@ -96,10 +96,38 @@ public enum Request: Sendable, Equatable {
     /// is cleared first; its storage is reused when no earlier frame still
     /// holds it, which spares an allocation and fresh pages per chunk.
     public static func writeChunkFrame(_ content: ArraySlice<UInt8>, requestID: UInt32, into body: inout ByteBuffer) -> Frame {
-        body.clear(minimumCapacity: copyAlignment + 4 + content.count)
-        body.alignContent(at: 4, toCopyFrom: content.withUnsafeBytes { $0.baseAddress })
+        contentFrame(.writeChunk, content: content, requestID: requestID, into: &body, fieldBytes: 0) { _ in }
+    }
+
+    /// The frame of `.handleWrite` with `content`, built with one copy of it.
+    public static func handleWriteFrame(handle: UInt32, offset: UInt64, content: ArraySlice<UInt8>,
+                                        requestID: UInt32) -> Frame {
+        var body = ByteBuffer()
+        return contentFrame(.handleWrite, content: content, requestID: requestID, into: &body, fieldBytes: 4 + 8) {
+            $0.writeInteger(handle, endianness: .big)
+            $0.writeInteger(offset, endianness: .big)
+        }
+    }
+
+    /// The frame of `.handleAppend` with `content`, built with one copy of it.
+    public static func handleAppendFrame(handle: UInt32, content: ArraySlice<UInt8>, requestID: UInt32) -> Frame {
+        var body = ByteBuffer()
+        return contentFrame(.handleAppend, content: content, requestID: requestID, into: &body, fieldBytes: 4) {
+            $0.writeInteger(handle, endianness: .big)
+        }
+    }
+
+    /// A frame of `type` whose body is the fields `writeFields` writes
+    /// (`fieldBytes` long), then `content` as a byte string, copied once and
+    /// aligned (`ByteBuffer.alignContent`), into `body`, cleared first.
+    private static func contentFrame(_ type: MessageType, content: ArraySlice<UInt8>, requestID: UInt32,
+                                     into body: inout ByteBuffer, fieldBytes: Int,
+                                     writeFields: (inout ByteBuffer) -> Void) -> Frame {
+        body.clear(minimumCapacity: copyAlignment + fieldBytes + 4 + content.count)
+        body.alignContent(at: fieldBytes + 4, toCopyFrom: content.withUnsafeBytes { $0.baseAddress })
+        writeFields(&body)
         body.writeWireBytes(content)
-        return Frame(type: MessageType.writeChunk.rawValue, requestID: requestID, body: body)
+        return Frame(type: type.rawValue, requestID: requestID, body: body)
     }
 
     /// What a frame body's file content is aligned to, relative to where it

@@ -94,6 +94,23 @@ struct StreamingEndToEndTests {
         await second.close()
     }
 
+    @Test("a handle's writes and appends longer than a chunk go out in chunks and land whole, at their offsets")
+    func handleWritesAcrossChunks() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let chunk = client.maximumChunkSize
+        let written = (0..<(2 * chunk + 70_001)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        let appended = (0..<(chunk + 3)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
+        let handle = try await client.file("h").open(.create(.completeUntilFirstUserAuthentication))
+        #expect(try await handle.write(written, at: 1_000) == UInt64(1_000 + written.count))
+        #expect(try await handle.append(appended) == UInt64(1_000 + written.count + appended.count))
+        let expected = [UInt8](repeating: 0, count: 1_000) + written + appended
+        #expect(try await handle.read(offset: 0, count: expected.count + 10) == expected)
+        await handle.close()
+        #expect(try await client.file("h").read() == expected)
+        await client.close()
+    }
+
     @Test("the daemon allocates from one malloc arena, however many of its threads serve streams at once",
           .enabled(if: getuid() == 0, "the daemon is not dumpable, so only root may read its /proc/PID/maps"))
     func oneMallocArena() async throws {

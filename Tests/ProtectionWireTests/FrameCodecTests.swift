@@ -194,6 +194,25 @@ struct MessageCodecTests {
         }
     }
 
+    @Test("handle writes and appends built from bytes are the frames of the requests, aligned the same way")
+    func handleContentFrames() throws {
+        let bytes = Array(0..<9_000).map { UInt8(truncatingIfNeeded: $0 &* 17) }
+        for start in 0..<(2 * Request.copyAlignment + 3) {
+            let slice = bytes[start..<(start + 8_000)]
+            let source = slice.withUnsafeBytes { Int(bitPattern: $0.baseAddress) }
+            let built = [(Request.handleWriteFrame(handle: 7, offset: 1 << 40, content: slice, requestID: 4),
+                          Request.handleWrite(handle: 7, offset: 1 << 40, data: ByteBuffer(bytes: slice)), 16),
+                         (Request.handleAppendFrame(handle: 7, content: slice, requestID: 4),
+                          Request.handleAppend(handle: 7, data: ByteBuffer(bytes: slice)), 8)]
+            for (frame, request, offset) in built {
+                #expect(frame.encoded() == request.frame(requestID: 4).encoded(), "\(request) from \(start)")
+                #expect(try Request(frame: frame) == request)
+                #expect((Self.contentAddress(in: frame, at: offset) &- source) % Request.copyAlignment == 0,
+                        "\(request) from \(start)")
+            }
+        }
+    }
+
     /// The address of the byte `offset` bytes into `frame`'s body.
     private static func contentAddress(in frame: Frame, at offset: Int) -> Int {
         frame.body.withUnsafeReadableBytes { Int(bitPattern: $0.baseAddress) } + offset

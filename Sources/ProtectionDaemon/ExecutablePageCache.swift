@@ -55,11 +55,11 @@ public enum ExecutablePageCache {
     /// /proc/self/pagemap to it). Never fails: protd runs either way.
     public static func dropIfMappedInLargeFolios() -> Outcome {
         do throws(ProcessMemoryMap.Failure) {
-            let memory = try ProcessMemoryMap()
             let executable = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
             guard executable >= 0 else { throw ProcessMemoryMap.Failure(call: "open /proc/self/exe", code: errno) }
             defer { close(executable) }
             if let kept = try pagesStayCached(executable) { return .unavailable(kept) }
+            let memory = try ProcessMemoryMap()
             let mappings = try ProcessMemoryMap.mappings(of: executable)
             guard let code = mappings.first(where: { $0.permissions.hasPrefix("r-x") }) else {
                 return .unavailable("no mapping of the executable's code in /proc/self/maps")

@@ -24,7 +24,8 @@ extension ByteBuffer {
     /// past the source modulo 4 KiB, and somewhat slower at 16-63
     /// (docs/DESIGN.md, Writes).
     mutating func alignContent(at offset: Int, toCopyFrom source: UnsafeRawPointer?) {
-        let destination = withUnsafeMutableWritableBytes { Int(bitPattern: $0.baseAddress) } + offset
+        assert(readerIndex == 0 && writerIndex == 0, "alignContent needs an empty buffer")
+        let destination = withUnsafeMutableWritableBytes { Int(bitPattern: $0.baseAddress) } &+ offset
         let padding = (Int(bitPattern: source) &- destination) & (Request.copyAlignment - 1)
         moveWriterIndex(forwardBy: padding)
         moveReaderIndex(forwardBy: padding)

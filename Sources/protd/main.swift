@@ -52,7 +52,7 @@ case .dropped:
     logger.info("dropped the executable's cached pages, which were large folios; its code comes back from disk")
 case .unavailable(let reason):
     logger.notice("left the executable's cached pages as they are; idle memory may be higher",
-                  metadata: ["protd.executable_pages.error": "\(reason)"])
+                  metadata: ["protd.executable_pages.reason": "\(reason)"])
 }
 if !mallocArenasLimited {
     logger.warning("glibc refused to limit its malloc arenas to \(MallocArenas.limit); memory use will be higher")

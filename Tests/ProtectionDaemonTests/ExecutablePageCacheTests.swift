@@ -92,7 +92,7 @@ struct ExecutablePageCacheTests {
     @Test("this test process's own executable can be checked, unless it is on tmpfs")
     func ownExecutable() throws {
         let executable = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
-        #expect(executable >= 0)
+        try #require(executable >= 0)
         defer { close(executable) }
         let kept = try ExecutablePageCache.pagesStayCached(executable)
         let outcome = ExecutablePageCache.dropIfMappedInLargeFolios()
@@ -111,9 +111,15 @@ struct ExecutablePageCacheTests {
         let path = directory.appending("file")
         #expect(FileManager.default.createFile(atPath: path, contents: Data([1])))
         let onTmpfs = open(path, O_RDONLY | O_CLOEXEC)
-        #expect(onTmpfs >= 0)
+        try #require(onTmpfs >= 0)
         defer { close(onTmpfs) }
         #expect(try ExecutablePageCache.pagesStayCached(onTmpfs) == "the executable is on tmpfs, whose pages cannot be dropped")
+    }
+
+    @Test("mount points in /proc/mounts are read with their octal escapes decoded")
+    func mountTableEscapes() {
+        #expect(MountTable.unescaped("/mnt/a\\040b\\011c\\012d\\134e") == "/mnt/a b\tc\nd\\e")
+        #expect(MountTable.unescaped("/plain\\04") == "/plain\\04")
     }
 
     @Test("a file on a disk file system is not",

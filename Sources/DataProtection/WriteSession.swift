@@ -65,10 +65,13 @@ struct WriteSession {
     static func writeWhole(_ connection: Connection, name: String, protection: ProtectionClass, durable: Bool,
                            content: ArraySlice<UInt8>) async throws(DataProtectionError) -> UInt64 {
         if Task.isCancelled { throw .cancelled }
-        var requests: [Request] = [.writeBegin(name: try WireText.name(name), protection: protection, durable: durable)]
-        if !content.isEmpty { requests.append(.writeChunk(ByteBuffer(bytes: content))) }
-        requests.append(.writeEnd)
-        return try await writtenSize(try await connection.submit(requests))
+        let begin = Request.writeBegin(name: try WireText.name(name), protection: protection, durable: durable)
+        let pending = try await connection.submit { id in
+            var body = ByteBuffer()
+            let chunk = content.isEmpty ? [] : [Request.writeChunkFrame(content, requestID: id, into: &body)]
+            return [begin.frame(requestID: id)] + chunk + [Request.writeEnd.frame(requestID: id)]
+        }
+        return try await writtenSize(pending)
     }
 
     /// Sends what is left and `writeEnd`, and returns the bytes written.

@@ -50,8 +50,26 @@ enum BenchEnvironment {
         facts["kernel"] = (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
         if let age = which("age") { facts["age"] = (try? run(age, ["--version"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? "?" }
+        if let source = sourceRevision() { facts["protd source"] = source }
         facts["settings"] = "size \(options.sizeMiB) MiB, \(options.files) small files, \(options.repetitions) repetitions, "
             + "\(options.subscribers) subscribers, \(options.handles) handles"
         return facts
+    }
+
+    /// The commit of the checkout this bench was built from (`git describe
+    /// --always --dirty`), found from the executable's path; nil outside a
+    /// git checkout or without git.
+    static func sourceRevision() -> String? {
+        guard let git = which("git") else { return nil }
+        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        while directory.path != "/" {
+            if FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
+                guard let result = try? run(git, ["-C", directory.path, "describe", "--always", "--dirty"]),
+                      result.status == 0 else { return nil }
+                return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            directory.deleteLastPathComponent()
+        }
+        return nil
     }
 }

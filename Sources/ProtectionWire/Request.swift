@@ -95,12 +95,13 @@ public enum Request: Sendable, Equatable {
     /// `frame(requestID:)` copies it twice): the streamed-write path. `body`
     /// is cleared first; its storage is reused when no earlier frame still
     /// holds it, which spares an allocation and fresh pages per chunk.
-    public static func writeChunkFrame(_ content: ArraySlice<UInt8>, requestID: UInt32, into body: inout ByteBuffer) -> Frame {
+    public static func writeChunkFrame(_ content: some Collection<UInt8>, requestID: UInt32,
+                                       into body: inout ByteBuffer) -> Frame {
         contentFrame(.writeChunk, content: content, requestID: requestID, into: &body, fieldBytes: 0) { _ in }
     }
 
     /// The frame of `.handleWrite` with `content`, built with one copy of it.
-    public static func handleWriteFrame(handle: UInt32, offset: UInt64, content: ArraySlice<UInt8>,
+    public static func handleWriteFrame(handle: UInt32, offset: UInt64, content: some Collection<UInt8>,
                                         requestID: UInt32) -> Frame {
         var body = ByteBuffer()
         return contentFrame(.handleWrite, content: content, requestID: requestID, into: &body, fieldBytes: 4 + 8) {
@@ -110,7 +111,7 @@ public enum Request: Sendable, Equatable {
     }
 
     /// The frame of `.handleAppend` with `content`, built with one copy of it.
-    public static func handleAppendFrame(handle: UInt32, content: ArraySlice<UInt8>, requestID: UInt32) -> Frame {
+    public static func handleAppendFrame(handle: UInt32, content: some Collection<UInt8>, requestID: UInt32) -> Frame {
         var body = ByteBuffer()
         return contentFrame(.handleAppend, content: content, requestID: requestID, into: &body, fieldBytes: 4) {
             $0.writeInteger(handle, endianness: .big)
@@ -119,12 +120,15 @@ public enum Request: Sendable, Equatable {
 
     /// A frame of `type` whose body is the fields `writeFields` writes
     /// (`fieldBytes` long), then `content` as a byte string, copied once and
-    /// aligned (`ByteBuffer.alignContent`), into `body`, cleared first.
-    private static func contentFrame(_ type: MessageType, content: ArraySlice<UInt8>, requestID: UInt32,
+    /// aligned (`ByteBuffer.alignContent`), into `body`, cleared first. Room
+    /// for the content is made up front: growing a body to fit a 512 KiB
+    /// chunk would copy it on the way.
+    private static func contentFrame(_ type: MessageType, content: some Collection<UInt8>, requestID: UInt32,
                                      into body: inout ByteBuffer, fieldBytes: Int,
                                      writeFields: (inout ByteBuffer) -> Void) -> Frame {
         body.clear(minimumCapacity: copyAlignment + fieldBytes + 4 + content.count)
-        body.alignContent(at: fieldBytes + 4, toCopyFrom: content.withUnsafeBytes { $0.baseAddress })
+        let source = content.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil
+        body.alignContent(at: fieldBytes + 4, toCopyFrom: source)
         writeFields(&body)
         body.writeWireBytes(content)
         return Frame(type: type.rawValue, requestID: requestID, body: body)
@@ -134,24 +138,9 @@ public enum Request: Sendable, Equatable {
     /// is copied from (`ByteBuffer.alignContent`): a cache line.
     public static let copyAlignment = 64
 
-    /// The file content the request carries, and its offset in the body.
-    private var content: (data: ByteBuffer, offset: Int)? {
-        switch self {
-        case .writeChunk(let data): (data, 4)
-        case .handleWrite(_, _, let data): (data, 4 + 8 + 4)
-        case .handleAppend(_, let data): (data, 4 + 4)
-        default: nil
-        }
-    }
-
     /// The frame for this request with `requestID`.
-    public func frame(requestID: UInt32, allocator: ByteBufferAllocator = ByteBufferAllocator()) -> Frame {
-        // Room for the content up front: growing a body to fit a 512 KiB
-        // chunk would reallocate it to the next power of two (1 MiB).
-        var body = allocator.buffer(capacity: 32 + (content.map { Self.copyAlignment + $0.data.readableBytes } ?? 0))
-        if let content {
-            body.alignContent(at: content.offset, toCopyFrom: content.data.withUnsafeReadableBytes { $0.baseAddress })
-        }
+    public func frame(requestID: UInt32) -> Frame {
+        var body = ByteBufferAllocator().buffer(capacity: 32)
         switch self {
         case .hello(let minimum, let maximum, let client):
             body.writeInteger(minimum, endianness: .big)
@@ -173,7 +162,7 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(protection.rawValue)
             body.writeInteger(UInt8(durable ? 1 : 0))
         case .writeChunk(let data):
-            body.writeWireBuffer(data)
+            return Self.writeChunkFrame(data.readableBytesView, requestID: requestID, into: &body)
         case .read(let name, let offset, let length):
             body.writeWireString(name)
             body.writeInteger(offset, endianness: .big)
@@ -187,12 +176,9 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(offset, endianness: .big)
             body.writeInteger(length, endianness: .big)
         case .handleWrite(let handle, let offset, let data):
-            body.writeInteger(handle, endianness: .big)
-            body.writeInteger(offset, endianness: .big)
-            body.writeWireBuffer(data)
+            return Self.handleWriteFrame(handle: handle, offset: offset, content: data.readableBytesView, requestID: requestID)
         case .handleAppend(let handle, let data):
-            body.writeInteger(handle, endianness: .big)
-            body.writeWireBuffer(data)
+            return Self.handleAppendFrame(handle: handle, content: data.readableBytesView, requestID: requestID)
         case .handleTruncate(let handle, let size):
             body.writeInteger(handle, endianness: .big)
             body.writeInteger(size, endianness: .big)

@@ -1,4 +1,5 @@
 import Sodium
+import Testing
 
 /// Array-in, array-out sealing and opening for the content-cipher suites.
 extension RandomNonceAEAD {
@@ -18,6 +19,42 @@ extension RandomNonceAEAD {
             try output.withUnsafeMutableBytes { try open(s, additionalData: a, nonce: n, key: key, into: $0) }
         } } }
         return output
+    }
+}
+
+extension RandomNonceAEAD {
+    /// Seals `plaintext` under a fresh random key and nonce, expects it to
+    /// open again, and expects every flipped byte of the result, other
+    /// associated data, another key and a flip of each of `nonceBytes` to be
+    /// refused. Returns the sealed bytes.
+    @discardableResult
+    static func expectRoundTripAndTamperRefused(_ plaintext: [UInt8], ad: [UInt8], nonceBytes: [Int],
+                                                sourceLocation: SourceLocation = #_sourceLocation) throws -> [UInt8] {
+        let key = try SecretBytes.random(count: 32)
+        let nonce = try SecureRandom.bytes(nonceByteCount)
+        let sealed = try sealed(plaintext, nonce: nonce, key: key, ad: ad)
+        #expect(try opened(sealed, nonce: nonce, key: key, ad: ad) == plaintext, sourceLocation: sourceLocation)
+        for index in sealed.indices {
+            var tampered = sealed
+            tampered[index] ^= 0x01
+            #expect(throws: SodiumError.self, sourceLocation: sourceLocation) {
+                try opened(tampered, nonce: nonce, key: key, ad: ad)
+            }
+        }
+        #expect(throws: SodiumError.self, sourceLocation: sourceLocation) {
+            try opened(sealed, nonce: nonce, key: key, ad: ad.isEmpty ? [1] : ad.dropLast() + [ad.last! ^ 0x01])
+        }
+        #expect(throws: SodiumError.self, sourceLocation: sourceLocation) {
+            try opened(sealed, nonce: nonce, key: try SecretBytes.random(count: 32), ad: ad)
+        }
+        for index in nonceBytes {
+            var other = nonce
+            other[index] ^= 0x01
+            #expect(throws: SodiumError.self, sourceLocation: sourceLocation) {
+                try opened(sealed, nonce: other, key: key, ad: ad)
+            }
+        }
+        return sealed
     }
 }
 

@@ -48,24 +48,9 @@ struct AES256GCMRandomNonceTests {
 
     @Test("round-trips, and rejects any flipped byte, other associated data, another key or another nonce")
     func roundTripAndTamper() throws {
-        let key = try SecretBytes.random(count: 32)
-        let nonce = try SecureRandom.bytes(24)
-        let sealed = try seal(plaintext, nonce: nonce, key: key)
-        #expect(try open(sealed, nonce: nonce, key: key) == plaintext)
-        for index in sealed.indices {
-            var tampered = sealed
-            tampered[index] ^= 0x01
-            #expect(throws: SodiumError.self) { try open(tampered, nonce: nonce, key: key) }
-        }
-        #expect(throws: SodiumError.self) { try open(sealed, nonce: nonce, key: key, ad: [9, 8, 6]) }
-        #expect(throws: SodiumError.self) { try open(sealed, nonce: nonce, key: try SecretBytes.random(count: 32)) }
         // Either half of the nonce matters: the first picks the subkey, the
         // second is GCM's nonce.
-        for index in [0, 11, 12, 23] {
-            var other = nonce
-            other[index] ^= 0x01
-            #expect(throws: SodiumError.self) { try open(sealed, nonce: other, key: key) }
-        }
+        try AES256GCMRandomNonce.expectRoundTripAndTamperRefused(plaintext, ad: additionalData, nonceBytes: [0, 11, 12, 23])
     }
 
     @Test("nonces that share GCM's 12 bytes but not the first 12 give unrelated keystreams")

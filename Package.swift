@@ -199,7 +199,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DataProtectionTests",
-            dependencies: ["DataProtection", "ProtectionTestSupport"],
+            dependencies: ["DataProtection", "ProtectionTestSupport", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
         .testTarget(

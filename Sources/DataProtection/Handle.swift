@@ -68,9 +68,8 @@ extension ProtectedFile {
                 let end = min(start + connection.maximumChunkSize, data.count)
                 let (position, overflow) = offset.addingReportingOverflow(UInt64(start))
                 guard !overflow else { throw .invalidArgument("offset \(offset) plus \(data.count) bytes is past the largest file") }
-                answers.append(try await connection.submit { id in
-                    [Request.handleWriteFrame(handle: handle, offset: position, content: data[start..<end], requestID: id)]
-                })
+                let content = SharedArrayBuffer.buffer(sharing: data[start..<end])
+                answers.append(try await connection.submit(.handleWrite(handle: handle, offset: position, data: content)))
                 start = end
             } while start < data.count
             return try await Self.lastSize(of: answers, "handleWrite")
@@ -84,9 +83,8 @@ extension ProtectedFile {
             var start = 0
             repeat {
                 let end = min(start + connection.maximumChunkSize, data.count)
-                answers.append(try await connection.submit { id in
-                    [Request.handleAppendFrame(handle: handle, content: data[start..<end], requestID: id)]
-                })
+                let content = SharedArrayBuffer.buffer(sharing: data[start..<end])
+                answers.append(try await connection.submit(.handleAppend(handle: handle, data: content)))
                 start = end
             } while start < data.count
             return try await Self.lastSize(of: answers, "handleAppend")

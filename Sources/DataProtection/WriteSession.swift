@@ -13,16 +13,13 @@ struct WriteSession {
     private let chunkSize: Int
     /// Bytes waiting to fill a chunk; always shorter than `chunkSize`.
     private var buffered: [UInt8] = []
-    /// The last chunk's frame body, reused for the next chunk once the
-    /// socket is done with it.
-    private var chunkBody = ByteBuffer()
     /// One `Connection.loopBarrier()` per chunk sent, the oldest first: a
     /// chunk waits for the barrier `chunksAhead` chunks back.
     private var barriers: [EventLoopFuture<Void>] = []
     /// How many chunks a write may run ahead of the event loop. The
     /// NIOAsyncWriter stays writable until the loop has taken what it was
     /// given, so a caller with its data at hand sent 16 chunks and more ahead
-    /// of it, each in a body of its own (docs/DESIGN.md, Memory).
+    /// of it, each holding its content (docs/DESIGN.md, Memory).
     static let chunksAhead = 4
     /// `writeEnd` or `writeAbort` went out: nothing more may follow.
     private var ended = false
@@ -50,6 +47,8 @@ struct WriteSession {
             rest = rest.dropFirst(taken)
             guard buffered.count == chunkSize else { return }
             try await sendChunk(buffered[...])
+            // The chunk sent may still be reading this storage: copy on
+            // write gives the next its own.
             buffered.removeAll(keepingCapacity: true)
         }
         while rest.count >= chunkSize {
@@ -66,10 +65,9 @@ struct WriteSession {
                            content: ArraySlice<UInt8>) async throws(DataProtectionError) -> UInt64 {
         if Task.isCancelled { throw .cancelled }
         let begin = Request.writeBegin(name: try WireText.name(name), protection: protection, durable: durable)
+        let chunk = content.isEmpty ? [] : [Request.writeChunk(SharedArrayBuffer.buffer(sharing: content))]
         let pending = try await connection.submit { id in
-            var body = ByteBuffer()
-            let chunk = content.isEmpty ? [] : [Request.writeChunkFrame(content, requestID: id, into: &body)]
-            return [begin.frame(requestID: id)] + chunk + [Request.writeEnd.frame(requestID: id)]
+            ([begin] + chunk + [.writeEnd]).map { $0.frame(requestID: id) }
         }
         return try await writtenSize(pending)
     }
@@ -110,12 +108,15 @@ struct WriteSession {
         try? await connection.send(.writeAbort, requestID: pending.requestID)
     }
 
+    /// Sends one chunk, read in place from the caller's array
+    /// (`SharedArrayBuffer`), once the event loop has taken the chunk
+    /// `chunksAhead` back.
     private mutating func sendChunk(_ bytes: ArraySlice<UInt8>) async throws(DataProtectionError) {
         if barriers.count == Self.chunksAhead {
             try? await barriers.removeFirst().get()
         }
         try checkBeforeSending()
-        try await connection.send(frames: [Request.writeChunkFrame(bytes, requestID: pending.requestID, into: &chunkBody)])
+        try await connection.send(.writeChunk(SharedArrayBuffer.buffer(sharing: bytes)), requestID: pending.requestID)
         barriers.append(connection.loopBarrier())
     }
 

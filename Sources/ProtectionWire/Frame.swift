@@ -11,13 +11,31 @@ public struct Frame: Sendable, Equatable {
     public var requestID: UInt32
     /// The type-specific fields.
     public var body: ByteBuffer
+    /// The end of the body, kept in a buffer of its own and sent from there:
+    /// file content a client sends from where its caller holds it, instead
+    /// of copying it behind the fields. Outgoing frames only; a decoded
+    /// frame has none, and `Request(frame:)` reads `body` alone.
+    public var tail: ByteBuffer?
 
     /// Makes a frame.
-    public init(type: UInt8, requestID: UInt32, body: ByteBuffer) {
+    public init(type: UInt8, requestID: UInt32, body: ByteBuffer, tail: ByteBuffer? = nil) {
         self.type = type
         self.requestID = requestID
         self.body = body
+        self.tail = tail
     }
+
+    /// The body with the tail behind it (copied together when there is a
+    /// tail): what the frame's fields are read from.
+    public var wholeBody: ByteBuffer {
+        guard var tail else { return body }
+        var whole = body
+        whole.writeBuffer(&tail)
+        return whole
+    }
+
+    /// Bytes of the body on the wire, the tail included.
+    public var wireBodyByteCount: Int { body.readableBytes + (tail?.readableBytes ?? 0) }
 }
 
 /// A violation of the protocol: the peer sent something that cannot be
@@ -100,6 +118,12 @@ extension Frame {
 
     /// Appends the frame's wire form (length prefix, type, id, body) to `buffer`.
     public func encode(into buffer: inout ByteBuffer) {
+        encodeHead(into: &buffer)
+        if var tail { buffer.writeBuffer(&tail) }
+    }
+
+    /// Appends the length prefix, type, id and body, without the tail.
+    func encodeHead(into buffer: inout ByteBuffer) {
         encodePrefix(into: &buffer)
         var body = body
         buffer.writeBuffer(&body)
@@ -108,23 +132,24 @@ extension Frame {
     /// The frame's wire form in a buffer of its own, to send as it is
     /// (past `FrameWriter`).
     public func encoded() -> ByteBuffer {
-        var buffer = ByteBufferAllocator().buffer(capacity: Frame.prefixByteCount + body.readableBytes)
+        var buffer = ByteBufferAllocator().buffer(capacity: Frame.prefixByteCount + wireBodyByteCount)
         encode(into: &buffer)
         return buffer
     }
 
     /// Appends the length prefix, type and request id, without the body.
     func encodePrefix(into buffer: inout ByteBuffer) {
-        buffer.writeInteger(UInt32(Frame.headerByteCount + body.readableBytes), endianness: .big)
+        buffer.writeInteger(UInt32(Frame.headerByteCount + wireBodyByteCount), endianness: .big)
         buffer.writeInteger(type)
         buffer.writeInteger(requestID, endianness: .big)
     }
 }
 
-/// Writes frames with their length prefix. A small body is copied behind
-/// its prefix into one buffer; a body larger than `copyLimit` is passed on
-/// as it is, after a buffer holding only the prefix, so a data chunk is not
-/// copied again on its way to the socket (NIO sends both in one writev).
+/// Writes frames with their length prefix. A small frame is copied into one
+/// buffer. Of a larger one, the part larger than `copyLimit` (the tail, or
+/// else the body) is passed on as it is, after a buffer holding what comes
+/// before it, so a data chunk is not copied again on its way to the socket
+/// (NIO sends both in one writev).
 public final class FrameWriter: ChannelOutboundHandler, RemovableChannelHandler {
     public typealias OutboundIn = Frame
     public typealias OutboundOut = ByteBuffer
@@ -137,15 +162,23 @@ public final class FrameWriter: ChannelOutboundHandler, RemovableChannelHandler 
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let frame = unwrapOutboundIn(data)
-        guard frame.body.readableBytes > Self.copyLimit else {
-            var buffer = context.channel.allocator.buffer(capacity: Frame.prefixByteCount + frame.body.readableBytes)
+        guard frame.wireBodyByteCount > Self.copyLimit else {
+            var buffer = context.channel.allocator.buffer(capacity: Frame.prefixByteCount + frame.wireBodyByteCount)
             frame.encode(into: &buffer)
             context.write(wrapOutboundOut(buffer), promise: promise)
+            return
+        }
+        if let tail = frame.tail, frame.body.readableBytes <= Self.copyLimit {
+            var head = context.channel.allocator.buffer(capacity: Frame.prefixByteCount + frame.body.readableBytes)
+            frame.encodeHead(into: &head)
+            context.write(wrapOutboundOut(head), promise: nil)
+            context.write(wrapOutboundOut(tail), promise: promise)
             return
         }
         var prefix = context.channel.allocator.buffer(capacity: Frame.prefixByteCount)
         frame.encodePrefix(into: &prefix)
         context.write(wrapOutboundOut(prefix), promise: nil)
-        context.write(wrapOutboundOut(frame.body), promise: promise)
+        context.write(wrapOutboundOut(frame.body), promise: frame.tail == nil ? promise : nil)
+        if let tail = frame.tail { context.write(wrapOutboundOut(tail), promise: promise) }
     }
 }

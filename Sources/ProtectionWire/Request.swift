@@ -90,54 +90,6 @@ public enum Request: Sendable, Equatable {
         }
     }
 
-    /// The frame of `.writeChunk` with `content`, built with one copy of it,
-    /// into `body` (where `.writeChunk(ByteBuffer(bytes:))` then
-    /// `frame(requestID:)` copies it twice): the streamed-write path. `body`
-    /// is cleared first; its storage is reused when no earlier frame still
-    /// holds it, which spares an allocation and fresh pages per chunk.
-    public static func writeChunkFrame(_ content: some Collection<UInt8>, requestID: UInt32,
-                                       into body: inout ByteBuffer) -> Frame {
-        contentFrame(.writeChunk, content: content, requestID: requestID, into: &body, fieldBytes: 0) { _ in }
-    }
-
-    /// The frame of `.handleWrite` with `content`, built with one copy of it.
-    public static func handleWriteFrame(handle: UInt32, offset: UInt64, content: some Collection<UInt8>,
-                                        requestID: UInt32) -> Frame {
-        var body = ByteBuffer()
-        return contentFrame(.handleWrite, content: content, requestID: requestID, into: &body, fieldBytes: 4 + 8) {
-            $0.writeInteger(handle, endianness: .big)
-            $0.writeInteger(offset, endianness: .big)
-        }
-    }
-
-    /// The frame of `.handleAppend` with `content`, built with one copy of it.
-    public static func handleAppendFrame(handle: UInt32, content: some Collection<UInt8>, requestID: UInt32) -> Frame {
-        var body = ByteBuffer()
-        return contentFrame(.handleAppend, content: content, requestID: requestID, into: &body, fieldBytes: 4) {
-            $0.writeInteger(handle, endianness: .big)
-        }
-    }
-
-    /// A frame of `type` whose body is the fields `writeFields` writes
-    /// (`fieldBytes` long), then `content` as a byte string, copied once and
-    /// aligned (`ByteBuffer.alignContent`), into `body`, cleared first. Room
-    /// for the content is made up front: growing a body to fit a 512 KiB
-    /// chunk would copy it on the way.
-    private static func contentFrame(_ type: MessageType, content: some Collection<UInt8>, requestID: UInt32,
-                                     into body: inout ByteBuffer, fieldBytes: Int,
-                                     writeFields: (inout ByteBuffer) -> Void) -> Frame {
-        body.clear(minimumCapacity: copyAlignment + fieldBytes + 4 + content.count)
-        let source = content.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil
-        body.alignContent(at: fieldBytes + 4, toCopyFrom: source)
-        writeFields(&body)
-        body.writeWireBytes(content)
-        return Frame(type: type.rawValue, requestID: requestID, body: body)
-    }
-
-    /// What a frame body's file content is aligned to, relative to where it
-    /// is copied from (`ByteBuffer.alignContent`): a cache line.
-    public static let copyAlignment = 64
-
     /// The frame for this request with `requestID`.
     public func frame(requestID: UInt32) -> Frame {
         var body = ByteBufferAllocator().buffer(capacity: 32)
@@ -162,7 +114,7 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(protection.rawValue)
             body.writeInteger(UInt8(durable ? 1 : 0))
         case .writeChunk(let data):
-            return Self.writeChunkFrame(data.readableBytesView, requestID: requestID, into: &body)
+            return contentFrame(requestID: requestID, fields: body, content: data)
         case .read(let name, let offset, let length):
             body.writeWireString(name)
             body.writeInteger(offset, endianness: .big)
@@ -176,9 +128,12 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(offset, endianness: .big)
             body.writeInteger(length, endianness: .big)
         case .handleWrite(let handle, let offset, let data):
-            return Self.handleWriteFrame(handle: handle, offset: offset, content: data.readableBytesView, requestID: requestID)
+            body.writeInteger(handle, endianness: .big)
+            body.writeInteger(offset, endianness: .big)
+            return contentFrame(requestID: requestID, fields: body, content: data)
         case .handleAppend(let handle, let data):
-            return Self.handleAppendFrame(handle: handle, content: data.readableBytesView, requestID: requestID)
+            body.writeInteger(handle, endianness: .big)
+            return contentFrame(requestID: requestID, fields: body, content: data)
         case .handleTruncate(let handle, let size):
             body.writeInteger(handle, endianness: .big)
             body.writeInteger(size, endianness: .big)
@@ -197,13 +152,23 @@ public enum Request: Sendable, Equatable {
         return Frame(type: type.rawValue, requestID: requestID, body: body)
     }
 
+    /// The frame of this request, which carries file content: `fields`, then
+    /// the content's length in the body, and the content itself as the
+    /// frame's tail, sent from the buffer it is in without being copied
+    /// (for the client library, the caller's array: `SharedArrayBuffer`).
+    private func contentFrame(requestID: UInt32, fields: ByteBuffer, content: ByteBuffer) -> Frame {
+        var body = fields
+        body.writeInteger(UInt32(content.readableBytes), endianness: .big)
+        return Frame(type: type.rawValue, requestID: requestID, body: body, tail: content)
+    }
+
     /// Parses a request frame; throws `ProtocolViolation` for an unknown
     /// type, a missing field or trailing bytes.
     public init(frame: Frame) throws {
         guard let type = MessageType(rawValue: frame.type), type.rawValue < 0x80 else {
             throw ProtocolViolation("unknown request type 0x\(String(frame.type, radix: 16))")
         }
-        var body = frame.body
+        var body = frame.wholeBody
         switch type {
         case .hello:
             self = .hello(minimumVersion: try body.readWireInteger("minimum version"),

@@ -116,7 +116,7 @@ public enum Response: Sendable, Equatable {
         guard let type = MessageType(rawValue: frame.type), type.rawValue >= 0x80 else {
             throw ProtocolViolation("unknown response type 0x\(String(frame.type, radix: 16))")
         }
-        var body = frame.body
+        var body = frame.wholeBody
         switch type {
         case .ok: self = .ok
         case .end: self = .end

@@ -15,22 +15,6 @@ extension ByteBuffer {
         writeBytes(bytes)
     }
 
-    /// Starts this empty buffer's readable bytes up to
-    /// `Request.copyAlignment - 1` bytes in (those bytes are never sent), so
-    /// that content written `offset` bytes into them lands a whole number of
-    /// `copyAlignment` bytes from `source`, where it is copied from. On some
-    /// CPUs (AMD EPYC here) `memcpy`'s `rep movsb` runs a 512 KiB copy at
-    /// about a twelfth of its speed when the destination lies 1-15 bytes
-    /// past the source modulo 4 KiB, and somewhat slower at 16-63
-    /// (docs/DESIGN.md, Writes).
-    mutating func alignContent(at offset: Int, toCopyFrom source: UnsafeRawPointer?) {
-        assert(readerIndex == 0 && writerIndex == 0, "alignContent needs an empty buffer")
-        let destination = withUnsafeMutableWritableBytes { Int(bitPattern: $0.baseAddress) } &+ offset
-        let padding = (Int(bitPattern: source) &- destination) & (Request.copyAlignment - 1)
-        moveWriterIndex(forwardBy: padding)
-        moveReaderIndex(forwardBy: padding)
-    }
-
     mutating func writeWireBuffer(_ buffer: ByteBuffer) {
         var copy = buffer
         writeInteger(UInt32(copy.readableBytes), endianness: .big)

@@ -111,6 +111,24 @@ struct StreamingEndToEndTests {
         await client.close()
     }
 
+    @Test("a streamed write sends the bytes each element held when given, though the source rewrites one array in place")
+    func sourceRewritingItsArray() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let chunk = client.maximumChunkSize
+        // A chunk and a half per element: some chunks are sent from the
+        // element itself, the rest from the write's own buffer.
+        let source = RewrittenArrayChunks(size: chunk + chunk / 2 + 7, count: 12)
+        #expect(try await client.file("rewritten").write(contentsOf: source, protection: .none)
+            == UInt64(source.size * source.count))
+        let expected = (0..<source.count).flatMap { RewrittenArrayChunks.content(element: $0, size: source.size) }
+        let readBack = try await client.file("rewritten").read()
+        #expect(readBack.count == expected.count)
+        let same = readBack == expected
+        #expect(same, "the file differs from what the source gave")
+        await client.close()
+    }
+
     @Test("the daemon allocates from one malloc arena, however many of its threads serve streams at once",
           .enabled(if: getuid() == 0, "the daemon is not dumpable, so only root may read its /proc/PID/maps"))
     func oneMallocArena() async throws {
@@ -149,4 +167,38 @@ struct BoundedChunks: AsyncSequence {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
+}
+
+/// Elements from one array the iterator rewrites in place for each element,
+/// as a reader filling its buffer again would: what was sent must be what
+/// the element held when it was given.
+struct RewrittenArrayChunks: AsyncSequence {
+    typealias Element = [UInt8]
+    let size: Int
+    let count: Int
+
+    static func content(element: Int, size: Int) -> [UInt8] {
+        (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ element &* 29 &+ $0 >> 11) }
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var index = 0
+        let size: Int
+        let count: Int
+        var buffer: [UInt8]
+
+        mutating func next() async -> [UInt8]? {
+            guard index < count else { return nil }
+            defer { index += 1 }
+            let content = RewrittenArrayChunks.content(element: index, size: size)
+            buffer.withUnsafeMutableBufferPointer { target in
+                for position in target.indices { target[position] = content[position] }
+            }
+            return buffer
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(size: size, count: count, buffer: [UInt8](repeating: 0, count: size))
+    }
 }

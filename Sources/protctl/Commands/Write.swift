@@ -47,12 +47,18 @@ struct FileChunksReader: AsyncSequence, Sendable {
         /// Kept, not just its descriptor, so that the file stays open.
         let handle: FileHandle
         let pieceSize: Int
-        /// Every full piece is read into this array. The caller has usually
-        /// let go of the last piece by the time it asks for the next, so the
-        /// array is refilled in place (else copied first, as arrays are): a
-        /// new one per piece, as `FileHandle.read` made, cost protctl fresh
+        /// Full pieces are read into these arrays in turn, each refilled in
+        /// place once the client library has sent what it held (it sends
+        /// from the array itself and keeps it until the socket has the
+        /// bytes, so a busy array is copied first, as arrays are): a new
+        /// array per piece, as `FileHandle.read` made, cost protctl fresh
         /// pages, which were a sixth of its CPU time in a 1 GiB write.
-        private var piece: [UInt8] = []
+        private var pieces: [[UInt8]] = []
+        /// The array the next piece goes into.
+        private var nextPiece = 0
+        /// Arrays in turn: more than a write keeps in flight
+        /// (`WriteSession.chunksAhead` plus what the socket has queued).
+        static let piecesInTurn = 8
         /// The input ended: no more reads (a terminal would wait for more).
         private var atEnd = false
 
@@ -63,11 +69,13 @@ struct FileChunksReader: AsyncSequence, Sendable {
 
         mutating func next() async throws -> [UInt8]? {
             if atEnd { return nil }
-            if piece.count != pieceSize { piece = [UInt8](repeating: 0, count: pieceSize) }
+            if pieces.count < Self.piecesInTurn { pieces.append([UInt8](repeating: 0, count: pieceSize)) }
+            let index = nextPiece
+            nextPiece = (nextPiece + 1) % Self.piecesInTurn
             let descriptor = handle.fileDescriptor
-            let filled = try piece.withUnsafeMutableBytes { try Self.fill($0, from: descriptor, atEnd: &atEnd) }
+            let filled = try pieces[index].withUnsafeMutableBytes { try Self.fill($0, from: descriptor, atEnd: &atEnd) }
             if filled == 0 { return nil }
-            return filled == pieceSize ? piece : Array(piece[..<filled])
+            return filled == pieceSize ? pieces[index] : Array(pieces[index][..<filled])
         }
 
         /// Reads until `buffer` is full or the input ends (then sets

@@ -109,7 +109,7 @@ final class EncryptedFile {
         let lastOfFile = layout.lastIndex(forSize: size)
         do {
             try key.holdingAccess {
-                try SegmentParallelism.forEach(last - first + 1) { position in
+                try SegmentParallelism.forEach(last - first + 1, spread: layout.spreadsAcrossCores) { position in
                     let index = first + position
                     let start = index * layout.segmentSize
                     let length = layout.plaintextLength(ofSegment: index, size: size)

@@ -2,19 +2,21 @@ internal import Dispatch
 internal import Glibc
 internal import Synchronization
 
-/// Runs the per-segment work of one operation on every core. Segments are
-/// independent (each has its own nonce and associated data), so sealing or
-/// opening a run of them in parallel changes nothing on disk; a single
-/// segment runs inline, without a thread hop.
+/// Runs the per-segment work of one operation on every core, or inline.
+/// Segments are independent (each has its own nonce and associated data),
+/// so sealing or opening a run of them in parallel changes nothing on disk;
+/// a single segment, or a cipher fast enough that a thread hop costs about
+/// what it saves (`SegmentLayout.spreadsAcrossCores`), runs inline.
 enum SegmentParallelism {
     /// CPUs online when the daemon started (at least 1).
     static let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 
     /// Calls `body(i)` for every `i` in `0..<count`, concurrently when
-    /// there are several segments and several cores. Every call runs even
-    /// if one fails; the first error is then rethrown.
-    static func forEach(_ count: Int, _ body: (Int) throws -> Void) throws {
-        if count <= 1 || cores == 1 {
+    /// `spread` and there are several segments and several cores, when every
+    /// call runs even if one fails and the first error is then rethrown;
+    /// inline, the first error ends the run.
+    static func forEach(_ count: Int, spread: Bool, _ body: (Int) throws -> Void) throws {
+        if count <= 1 || cores == 1 || !spread {
             for index in 0..<count { try body(index) }
             return
         }

@@ -4,7 +4,8 @@ internal import Sodium
 /// Writes a new protected file front to back from a stream of bytes: the
 /// header, then every segment as soon as it is full and known not to be the
 /// last, then the final segment on `finish()`. Full segments are sealed
-/// straight from the caller's bytes, on every core, and each batch is
+/// straight from the caller's bytes (on every core for a slow cipher:
+/// `SegmentParallelism`), and each batch is
 /// written with one `pwrite`; only the tail that might be final is copied
 /// and held back. Every byte is encrypted once, whatever the sizes of the
 /// pieces appended.
@@ -107,7 +108,7 @@ final class SegmentStreamWriter {
                 try sealed.withUnsafeMutableBytes { output in
                     if prefix > 0 { output.copyBytes(from: headerBytes) }
                     let fileID = header.fileID
-                    try SegmentParallelism.forEach(batch.count) { position in
+                    try SegmentParallelism.forEach(batch.count, spread: layout.spreadsAcrossCores) { position in
                         let plain = batch[batchStart + position]
                         let index = first + position
                         let start = prefix + position * stride

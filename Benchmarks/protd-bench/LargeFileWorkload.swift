@@ -251,8 +251,8 @@ struct LargeFileWorkload {
         let reach = wanted > bound ? "above" : "not out of reach: within"
         report.bound("\(target): \(peer) ran at \(f(peerRate)) MiB/s in this run, so \(times)x is "
                      + "\(f(wanted)), \(reach) the \(f(bound)) MiB/s that the \(boundName) bound allows protd's "
-                     + "format through its socket (\(cipher) on every core, the plain file system and the socket "
-                     + "transfer) here; protd reached \(f(protdRate))")
+                     + "format through its socket (the CPU that \(cipher), the plain file system and the socket "
+                     + "transfer take, over every core) here; protd reached \(f(protdRate))")
     }
 
     /// The daemon's store (format, crypto, files) in this process, in the
@@ -324,15 +324,17 @@ struct LargeFileWorkload {
                        note: (isDefault ? "the cipher protd's storage.cipher auto picks on this CPU" : "") + construction))
         report.add(Row(workload: label, measure: "raw libsodium \(cipher) open, 1 core", unit: "MiB/s", sample: singleOpen))
         report.add(Row(workload: label, measure: "raw libsodium \(cipher) seal, \(cores) cores\(ceiling)", unit: "MiB/s",
-                       sample: ceilingSeal, note: "protd seals the segments of a request on every core, so this does too"))
+                       sample: ceilingSeal, note: "the most this cipher seals here; protd spreads a request's segments over the cores "
+                           + "only for xchacha20-poly1305, and seals inline for the others"))
         report.add(Row(workload: label, measure: "raw libsodium \(cipher) open, \(cores) cores\(ceiling)", unit: "MiB/s",
                        sample: ceilingOpen))
         return CipherRates(singleSeal: singleSeal, singleOpen: singleOpen, ceilingSeal: ceilingSeal, ceilingOpen: ceilingOpen)
     }
 
     /// `cipher` over the same bytes in 64 KiB segments, on `threads`
-    /// threads at once, each taking every `threads`-th segment (protd seals
-    /// and opens the segments of one request on every core).
+    /// threads at once, each taking every `threads`-th segment: on every
+    /// core, the most the cipher does here (protd itself spreads a
+    /// request's segments only for XChaCha20-Poly1305).
     private func cryptoRates(_ cipher: ContentCipher, threads: Int) throws -> (Sample, Sample) {
         let aead = cipher.aead
         let key = try SecretBytes.random(count: 32)

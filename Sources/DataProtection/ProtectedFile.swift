@@ -56,9 +56,12 @@ public struct ProtectedFile: Sendable {
     }
 
     /// Replaces the file's content atomically with the concatenation of
-    /// `chunks`, streaming: at most one chunk of the source plus one wire
-    /// chunk is held at a time, and sending waits while the socket is full.
-    /// Source elements of any size are re-cut to `maximumChunkSize`.
+    /// `chunks`, streaming: chunks are sent from the source's own elements,
+    /// uncopied, and at most a few are on their way at a time (their
+    /// elements stay alive until the socket has their bytes); sending waits
+    /// while the socket is full. Source elements of any size are re-cut to
+    /// `maximumChunkSize`; a chunk that spans elements is gathered in a
+    /// buffer of the write's own.
     ///
     /// If the source throws, the write is abandoned (the old content stays)
     /// and the source's error is rethrown; every other failure is a

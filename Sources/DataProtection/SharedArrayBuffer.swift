@@ -24,7 +24,10 @@ enum SharedArrayBuffer {
     /// array more than once before the first is sent).
     private static let owners = Mutex<[UInt: (bytes: ArraySlice<UInt8>, buffers: Int)]>([:])
 
-    /// A buffer whose readable bytes are `bytes`, in place.
+    /// A buffer whose readable bytes are `bytes`, in place. The address is
+    /// taken out of `withUnsafeBytes`: a native array's elements stay where
+    /// they are while its storage lives and is not written, and the table
+    /// keeps the storage alive, so any write by the caller copies it first.
     static func buffer(sharing bytes: ArraySlice<UInt8>) -> ByteBuffer {
         guard !bytes.isEmpty, let start = bytes.withUnsafeBytes({ $0.baseAddress }) else { return ByteBuffer() }
         owners.withLock { owners in
@@ -35,8 +38,11 @@ enum SharedArrayBuffer {
                           allocator: allocator)
     }
 
-    /// Shared buffers alive (a test hook).
-    static var liveBufferCount: Int { owners.withLock { $0.values.reduce(0) { $0 + $1.buffers } } }
+    /// Live buffers that start where `bytes` does (a test hook).
+    static func liveBuffers(startingAt bytes: ArraySlice<UInt8>) -> Int {
+        guard let start = bytes.withUnsafeBytes({ $0.baseAddress }) else { return 0 }
+        return owners.withLock { $0[UInt(bitPattern: start)]?.buffers ?? 0 }
+    }
 
     private static func deallocate(_ pointer: UnsafeMutableRawPointer) {
         let wasShared = owners.withLock { owners -> Bool in

@@ -13,8 +13,12 @@ public struct Frame: Sendable, Equatable {
     public var body: ByteBuffer
     /// The end of the body, kept in a buffer of its own and sent from there:
     /// file content a client sends from where its caller holds it, instead
-    /// of copying it behind the fields. Outgoing frames only; a decoded
-    /// frame has none, and `Request(frame:)` reads `body` alone.
+    /// of copying it behind the fields. Outgoing frames only (a decoded
+    /// frame has none; `Request(frame:)` reads `wholeBody`). Only read: a
+    /// client's tail may be the caller's array itself (`SharedArrayBuffer`
+    /// in DataProtection), which a buffer that is the storage's only owner
+    /// would write in place. Frames compare body and tail each, so two with
+    /// the same bytes on the wire, cut differently, are not equal.
     public var tail: ByteBuffer?
 
     /// Makes a frame.
@@ -145,16 +149,17 @@ extension Frame {
     }
 }
 
-/// Writes frames with their length prefix. A small frame is copied into one
-/// buffer. Of a larger one, the part larger than `copyLimit` (the tail, or
-/// else the body) is passed on as it is, after a buffer holding what comes
-/// before it, so a data chunk is not copied again on its way to the socket
-/// (NIO sends both in one writev).
+/// Writes frames with their length prefix. A frame whose body and tail
+/// together are at most `copyLimit` bytes is copied into one buffer. Of a
+/// larger one, the tail and a body over `copyLimit` are passed on as they
+/// are, each after a buffer holding what comes before it (prefix and a
+/// short body in one), so a data chunk is not copied on its way to the
+/// socket (NIO sends them all in one writev).
 public final class FrameWriter: ChannelOutboundHandler, RemovableChannelHandler {
     public typealias OutboundIn = Frame
     public typealias OutboundOut = ByteBuffer
 
-    /// The largest body copied behind its prefix.
+    /// The most bytes of body and tail copied behind the prefix.
     public static let copyLimit = 16 * 1024
 
     /// Makes a writer.

@@ -95,7 +95,8 @@ final class EncryptedFile {
 
     /// Decrypts up to `count` bytes from `offset` (fewer at end of file)
     /// into `destination`, which must hold them; returns how many. The
-    /// segments are read and opened on every core, each straight into
+    /// segments are read and opened (on every core for XChaCha20-Poly1305,
+    /// `SegmentParallelism`), each straight into
     /// `destination` when the range covers it whole. On failure nothing
     /// decrypted is left in `destination`.
     func read(offset: Int, count: Int, into destination: UnsafeMutableRawBufferPointer) throws -> Int {

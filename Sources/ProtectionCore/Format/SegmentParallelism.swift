@@ -11,10 +11,10 @@ enum SegmentParallelism {
     /// CPUs online when the daemon started (at least 1).
     static let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 
-    /// Calls `body(i)` for every `i` in `0..<count`, concurrently when
-    /// `spread` and there are several segments and several cores, when every
-    /// call runs even if one fails and the first error is then rethrown;
-    /// inline, the first error ends the run.
+    /// Calls `body(i)` for every `i` in `0..<count`: concurrently when
+    /// `spread` and there are several segments and several cores, and then
+    /// every call runs even if one fails and the first error is rethrown;
+    /// otherwise inline, in order, and the first error ends the run.
     static func forEach(_ count: Int, spread: Bool, _ body: (Int) throws -> Void) throws {
         if count <= 1 || cores == 1 || !spread {
             for index in 0..<count { try body(index) }

@@ -61,11 +61,16 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
 
     /// The largest `length` accepted.
     public let maximumFrameLength: Int
-    /// Bodies at least this long are copied out of the receive buffer;
-    /// shorter ones (all, when nil) stay slices of it.
+    /// Bodies at least this long are copied out of the receive buffer, each
+    /// part as it arrives (so a frame that spans reads is not first stitched
+    /// together by NIO's cumulation, a second copy); shorter ones (all, when
+    /// nil) stay slices of it.
     public let copyThreshold: Int?
     /// Where the copies' memory comes from.
     public let copyAllocator: ByteBufferAllocator
+    /// A body being copied out as it arrives: its frame's type and id, the
+    /// body so far, and how many bytes it still lacks.
+    private var partial: (type: UInt8, requestID: UInt32, body: ByteBuffer, missing: Int)?
 
     /// The daemon's `copyThreshold`: data chunks. A slice keeps the whole
     /// buffer it arrived in (up to 1 MiB) alive while its frame waits to be
@@ -85,6 +90,7 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
     }
 
     public mutating func decode(buffer: inout ByteBuffer) throws -> Frame? {
+        if partial != nil { return continuePartial(from: &buffer) }
         guard let length = buffer.getInteger(at: buffer.readerIndex, endianness: .big, as: UInt32.self) else {
             return nil
         }
@@ -94,11 +100,23 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
         guard length <= maximumFrameLength else {
             throw ProtocolViolation("frame length \(length) exceeds the maximum of \(maximumFrameLength) bytes")
         }
-        guard buffer.readableBytes >= 4 + Int(length) else { return nil }
+        let bodyLength = Int(length) - Frame.headerByteCount
+        guard buffer.readableBytes >= 4 + Int(length) else {
+            // A body to copy out anyway is copied as it arrives: left in the
+            // receive buffer, each read would be appended behind it (NIO's
+            // cumulation), a second copy of every byte.
+            guard let copyThreshold, bodyLength >= copyThreshold, buffer.readableBytes >= Frame.prefixByteCount else {
+                return nil
+            }
+            buffer.moveReaderIndex(forwardBy: 4)
+            partial = (buffer.readInteger()!, buffer.readInteger(endianness: .big)!,
+                       copyAllocator.buffer(capacity: bodyLength), bodyLength)
+            return continuePartial(from: &buffer)
+        }
         buffer.moveReaderIndex(forwardBy: 4)
         let type: UInt8 = buffer.readInteger()!
         let requestID: UInt32 = buffer.readInteger(endianness: .big)!
-        var body = buffer.readSlice(length: Int(length) - Frame.headerByteCount)!
+        var body = buffer.readSlice(length: bodyLength)!
         if let copyThreshold, body.readableBytes >= copyThreshold {
             var copy = copyAllocator.buffer(capacity: body.readableBytes)
             copy.writeBuffer(&body)
@@ -109,10 +127,27 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
 
     public mutating func decodeLast(buffer: inout ByteBuffer, seenEOF: Bool) throws -> Frame? {
         if let frame = try decode(buffer: &buffer) { return frame }
+        if seenEOF, let partial {
+            throw ProtocolViolation("connection closed in the middle of a frame (\(partial.missing) bytes of its body missing)")
+        }
         if seenEOF && buffer.readableBytes > 0 {
             throw ProtocolViolation("connection closed in the middle of a frame (\(buffer.readableBytes) bytes left)")
         }
         return nil
+    }
+
+    /// Copies what `buffer` holds of the partial body; the frame once whole.
+    private mutating func continuePartial(from buffer: inout ByteBuffer) -> Frame? {
+        // Taken out, so that the body is written in place, not copied first.
+        guard var current = partial.take() else { return nil }
+        var piece = buffer.readSlice(length: min(current.missing, buffer.readableBytes))!
+        current.missing -= piece.readableBytes
+        current.body.writeBuffer(&piece)
+        guard current.missing == 0 else {
+            partial = current
+            return nil
+        }
+        return Frame(type: current.type, requestID: current.requestID, body: current.body)
     }
 }
 

@@ -72,6 +72,52 @@ struct FrameCodecTests {
         #expect(try channel.finish().isClean)
     }
 
+    @Test("with a copy threshold, the decoder handles frames split and joined at every byte too")
+    func verifierCopying() throws {
+        let frames = [frame(0x02, 1, []), frame(0x08, 7, Array(0..<200)), frame(0x80, 9, [1, 2, 3]),
+                      frame(0x08, 8, (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 5) })]
+        let pairs = frames.map { (encoded($0), [$0]) }
+        try ByteToMessageDecoderVerifier.verifyDecoder(inputOutputPairs: pairs) {
+            FrameDecoder(maximumFrameLength: 1024, copyThreshold: 100)
+        }
+    }
+
+    @Test("a body to copy out is copied as it arrives: the receive buffer is left empty, and a frame cut short is an error")
+    func partialBodiesAreCopiedAsTheyArrive() throws {
+        var decoder = FrameDecoder(maximumFrameLength: 1 << 20, copyThreshold: 1_000)
+        let large = frame(0x08, 4, (0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 3) })
+        let small = frame(0x09, 4, [])
+        var wire = encoded(large)
+        small.encode(into: &wire)
+        let cuts = [3, 9, 700, 2_000, wire.readableBytes]
+        var received: [ByteBuffer] = []
+        var decoded: [Frame] = []
+        var start = 0
+        for cut in cuts {
+            var piece = ByteBuffer(bytes: Array(wire.readableBytesView)[start..<cut])
+            received.append(piece)
+            while let frame = try decoder.decode(buffer: &piece) { decoded.append(frame) }
+            // Only a frame header too short to read stays behind.
+            #expect(piece.readableBytes == (cut == 3 ? 3 : 0), "after \(cut) bytes")
+            if piece.readableBytes > 0 {
+                start = cut - piece.readableBytes
+            } else {
+                start = cut
+            }
+        }
+        #expect(decoded == [large, small])
+        let body = decoded[0].body.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
+        for buffer in received {
+            let storage = buffer.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress)..<UInt(bitPattern: $0.baseAddress) + UInt($0.count) }
+            #expect(!storage.contains(body))
+        }
+        var cutShort = ByteBuffer(bytes: Array(encoded(large).readableBytesView.prefix(4_000)))
+        #expect(try decoder.decode(buffer: &cutShort) == nil)
+        #expect(cutShort.readableBytes == 0)
+        var nothing = ByteBuffer()
+        #expect(throws: ProtocolViolation.self) { try decoder.decodeLast(buffer: &nothing, seenEOF: true) }
+    }
+
     @Test("a frame longer than the limit is refused before its body arrives")
     func oversizedFrame() throws {
         var decoder = FrameDecoder(maximumFrameLength: 100)

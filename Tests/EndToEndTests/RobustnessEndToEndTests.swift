@@ -202,6 +202,31 @@ struct RobustnessEndToEndTests {
         #expect(try await good.status().state == .unlocked)
     }
 
+    @Test("a write chunk cut off mid-body by the client closing is harmless: no file, no temporary file, others served")
+    func truncatedChunk() async throws {
+        let daemon = try DaemonProcess()
+        let raw = try RawConnection(path: daemon.socketPath)
+        try raw.handshake()
+        // writeBegin "cut", class none, not durable; then a 200,000-byte
+        // chunk of which half arrives (copied out by the daemon as it comes).
+        try raw.send(type: 0x07, id: 2, body: [0, 3] + Array("cut".utf8) + [0, 0])
+        let length = UInt32(5 + 4 + 200_000)
+        try raw.sendRaw(withUnsafeBytes(of: length.bigEndian) { Array($0) } + [0x08, 0, 0, 0, 2]
+                        + withUnsafeBytes(of: UInt32(200_000).bigEndian) { Array($0) }
+                        + [UInt8](repeating: 9, count: 100_000))
+        try await Task.sleep(for: .milliseconds(100))
+        raw.close()
+        let good = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await good.status().state == .unlocked)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await EndToEnd.failure { _ = try await good.file("cut").attributes } == .notFound)
+        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: daemon.stateDirectory)
+            .filter { $0.contains("/tmp/") }
+        #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
+        try await good.file("whole").write([UInt8](repeating: 3, count: 700_000), protection: .none)
+        #expect(try await good.file("whole").read() == [UInt8](repeating: 3, count: 700_000))
+    }
+
     @Test("five wrong passcodes bring rate limiting with a retry-after, and a restart does not lift it")
     func rateLimitSurvivesRestart() async throws {
         let (daemon, client) = try await EndToEnd.daemonWithPasscode()

@@ -163,17 +163,16 @@ final class Connection: Sendable {
 
     /// Sends `request` and returns the slot its answer will arrive in.
     func submit(_ request: Request, shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
-        try await submit(shape: shape) { id in [request.frame(requestID: id)] }
+        try await submit([request], shape: shape)
     }
 
-    /// Sends the frames `build` makes for a new request id, in a single
-    /// write (a small whole-file write: begin, chunk and end in one system
-    /// call), and returns the slot the answer will arrive in.
-    func submit(shape: AnswerShape = .single, building build: (UInt32) -> [Frame])
-        async throws(DataProtectionError) -> PendingAnswer {
+    /// Sends `requests` under one new request id, in a single write (a small
+    /// whole-file write: begin, chunk and end in one system call), and
+    /// returns the slot the answer will arrive in.
+    func submit(_ requests: [Request], shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
         let id = try router.register(shape)
         let pending = PendingAnswer(requestID: id, router: router)
-        try await send(frames: build(id))
+        try await send(frames: requests.map { $0.frame(requestID: id) })
         return pending
     }
 

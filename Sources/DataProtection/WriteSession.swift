@@ -66,9 +66,7 @@ struct WriteSession {
         if Task.isCancelled { throw .cancelled }
         let begin = Request.writeBegin(name: try WireText.name(name), protection: protection, durable: durable)
         let chunk = content.isEmpty ? [] : [Request.writeChunk(SharedArrayBuffer.buffer(sharing: content))]
-        let pending = try await connection.submit { id in
-            ([begin] + chunk + [.writeEnd]).map { $0.frame(requestID: id) }
-        }
+        let pending = try await connection.submit([begin] + chunk + [.writeEnd])
         return try await writtenSize(pending)
     }
 

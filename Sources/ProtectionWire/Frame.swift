@@ -101,28 +101,21 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
             throw ProtocolViolation("frame length \(length) exceeds the maximum of \(maximumFrameLength) bytes")
         }
         let bodyLength = Int(length) - Frame.headerByteCount
-        guard buffer.readableBytes >= 4 + Int(length) else {
-            // A body to copy out anyway is copied as it arrives: left in the
-            // receive buffer, each read would be appended behind it (NIO's
-            // cumulation), a second copy of every byte.
-            guard let copyThreshold, bodyLength >= copyThreshold, buffer.readableBytes >= Frame.prefixByteCount else {
-                return nil
-            }
+        if let copyThreshold, bodyLength >= copyThreshold {
+            // Copied out as it arrives, whole or not: left in the receive
+            // buffer, an unfinished body would have each read appended
+            // behind it (NIO's cumulation), a second copy of every byte.
+            guard buffer.readableBytes >= Frame.prefixByteCount else { return nil }
             buffer.moveReaderIndex(forwardBy: 4)
             partial = (buffer.readInteger()!, buffer.readInteger(endianness: .big)!,
                        copyAllocator.buffer(capacity: bodyLength), bodyLength)
             return continuePartial(from: &buffer)
         }
+        guard buffer.readableBytes >= 4 + Int(length) else { return nil }
         buffer.moveReaderIndex(forwardBy: 4)
         let type: UInt8 = buffer.readInteger()!
         let requestID: UInt32 = buffer.readInteger(endianness: .big)!
-        var body = buffer.readSlice(length: bodyLength)!
-        if let copyThreshold, body.readableBytes >= copyThreshold {
-            var copy = copyAllocator.buffer(capacity: body.readableBytes)
-            copy.writeBuffer(&body)
-            body = copy
-        }
-        return Frame(type: type, requestID: requestID, body: body)
+        return Frame(type: type, requestID: requestID, body: buffer.readSlice(length: bodyLength)!)
     }
 
     public mutating func decodeLast(buffer: inout ByteBuffer, seenEOF: Bool) throws -> Frame? {

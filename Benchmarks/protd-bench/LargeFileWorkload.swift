@@ -30,7 +30,16 @@ struct LargeFileWorkload {
         // What the daemon's storage.cipher = auto picks on this CPU.
         let cipher = ContentCipher.preferred
         let idle = Memory.residentMiB(pid: daemon.pid)
-        let protd = try await measureProtd(daemon: daemon, client: client, content: content, chunks: chunks)
+        // protd and the two baselines its write targets rest on take turns.
+        let protdRuns = ProtdLargeFile(daemon: daemon, client: client, content: content, chunks: chunks,
+                                       prepare: prepareFreshPages)
+        let floorRuns = PlainLargeFile(path: options.dir + "/protd-bench-plain-\(getpid())", content: content,
+                                       chunks: chunks, overwrite: true, prepare: prepareFreshPages)
+        let ageRuns = try AgeLargeFile.make(in: options.dir, content: content, chunks: chunks, report: report,
+                                            prepare: prepareFreshPages)
+        try await TakingTurns.run([protdRuns, floorRuns] + (ageRuns.map { [$0] } ?? []), rounds: options.repetitions)
+        try await protdRuns.deleteIfPresent()
+        let protd = protdRun(protdRuns)
         let protdWrite = protd.write
         let protdRead = protd.read
 
@@ -42,8 +51,9 @@ struct LargeFileWorkload {
             if measured == cipher { rates = these }
         }
         guard let rates else { preconditionFailure("the preferred cipher is available") }
-        let (plainWrite, plainOverwrite, plainRead) = try plainFiles(at: options.dir + "/protd-bench-plain-\(getpid())",
-                                                                     content: content, chunks: chunks, overwrite: true)
+        let plainWrite = throughput(Sample(values: floorRuns.writeSeconds))
+        let plainOverwrite = throughput(Sample(values: floorRuns.overwriteSeconds))
+        let plainRead = throughput(Sample(values: floorRuns.readSeconds))
         let (socketRate, socketCPU) = try SocketTransfer(bytes: bytes, chunk: Self.chunk).measure(repetitions: options.repetitions)
         let pipeline = try EssentialWritePipeline(bytes: bytes, piece: Self.chunk, batch: WireProtocol.chunkSize,
                                                   directory: options.dir, cipher: cipher).measure(repetitions: options.repetitions,
@@ -97,8 +107,8 @@ struct LargeFileWorkload {
         reportPipelineBound(max(pipeline.median, bigBatches.median), target: 0.75 * floorWrite, protd: protdWrite.median)
         try await otherCiphersThroughProtd(preferred: cipher, run: protd, content: content, chunks: chunks)
         let peers = PeerContext(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, cipher: cipher)
-        try age(peers, content: content, chunks: chunks)
-        try gocryptfs(peers, content: content, chunks: chunks)
+        if let ageRuns { reportAge(peers, ageRuns) }
+        try await gocryptfs(peers, content: content, chunks: chunks)
         try FscryptComparison(options: options, report: report).run(protdWrite: protdWrite.median, protdRead: protdRead.median)
         let growth = Sample(values: protd.peaks.map { $0 - idle })
         report.add(Row(workload: "memory", measure: "daemon RSS growth streaming \(options.sizeMiB) MiB", unit: "MiB",
@@ -117,40 +127,22 @@ struct LargeFileWorkload {
     }
 
     /// Writes then reads the large file through `client`, `repetitions`
-    /// times each.
+    /// times each, with nothing taking turns.
     private func measureProtd(daemon: DaemonProcess, client: DataProtectionClient, content: [UInt8], chunks: Int)
         async throws -> ProtdRun {
-        // The daemon's highest RSS during each write and each read.
-        var peaks: [Double] = []
-        var cpu = CPUAccount(daemon: daemon.pid)
-        // Each write makes the file anew, as the floor's and the peers' do
-        // (they unlink or truncate first): replacing it would keep the old
-        // copy until the new one commits, so it would need fresh memory for
-        // all of it, which costs several times more on this kind of VM.
-        let file = client.file("large")
-        let write = throughput(try await Stopwatch.sample(options.repetitions,
-                                                          setup: {
-            try await cpu.excluding {
-                try await Self.deleteIfPresent(file)
-                try prepareFreshPages()
-            }
-        }) {
-            peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
-                try await file.write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
-                                     protection: .completeUntilFirstUserAuthentication, durable: false)
-            })
-        })
-        let writeCPU = cpu.millisecondsPerMiB(mebibytes * Double(options.repetitions))
-        let read = throughput(try await Stopwatch.sample(options.repetitions) {
-            peaks.append(try await Memory.peakResidentMiB(pid: daemon.pid) {
-                var total = 0
-                for try await piece in file.readChunks() { total += piece.count }
-                precondition(total == bytes, "read \(total) of \(bytes) bytes")
-            })
-        })
-        let readCPU = cpu.millisecondsPerMiB(mebibytes * Double(options.repetitions))
-        try await file.delete()
-        return ProtdRun(write: write, read: read, writeCPU: writeCPU, readCPU: readCPU, peaks: peaks)
+        let runs = ProtdLargeFile(daemon: daemon, client: client, content: content, chunks: chunks,
+                                  prepare: prepareFreshPages)
+        try await TakingTurns.run([runs], rounds: options.repetitions)
+        try await runs.deleteIfPresent()
+        return protdRun(runs)
+    }
+
+    /// `runs`' figures: MiB/s, CPU per MiB, peaks.
+    private func protdRun(_ runs: ProtdLargeFile) -> ProtdRun {
+        let moved = mebibytes * Double(runs.writeSeconds.count)
+        return ProtdRun(write: throughput(Sample(values: runs.writeSeconds)), read: throughput(Sample(values: runs.readSeconds)),
+                        writeCPU: runs.writeCPU.millisecondsPerMiB(moved), readCPU: runs.readCPU.millisecondsPerMiB(moved),
+                        peaks: runs.peaks)
     }
 
     /// The same write and read through a second protd set to each other
@@ -299,14 +291,6 @@ struct LargeFileWorkload {
     /// Before a timed write: see `FreshPages`.
     private func prepareFreshPages() throws { try FreshPages.prepare(bytes: 2 * bytes) }
 
-    /// Deletes `file` unless it does not exist.
-    private static func deleteIfPresent(_ file: ProtectedFile) async throws {
-        do {
-            try await file.delete()
-        } catch .notFound {
-        }
-    }
-
     /// One cipher's in-process speed over the same bytes in 64 KiB
     /// segments, through the same `RandomNonceAEAD` protd's files use.
     struct CipherRates {
@@ -383,12 +367,16 @@ struct LargeFileWorkload {
     }
 
     /// gocryptfs (FUSE) with the same 1 MiB writes and reads.
-    private func gocryptfs(_ peers: PeerContext, content: [UInt8], chunks: Int) throws {
+    private func gocryptfs(_ peers: PeerContext, content: [UInt8], chunks: Int) async throws {
         guard let mount = GocryptfsMount.mountOrSkip(in: options.dir, report: report, what: "large file on gocryptfs") else {
             return
         }
         defer { mount.unmount() }
-        let (write, _, read) = try plainFiles(at: mount.mountPoint + "/large", content: content, chunks: chunks)
+        let runs = PlainLargeFile(path: mount.mountPoint + "/large", content: content, chunks: chunks,
+                                  prepare: prepareFreshPages)
+        try await TakingTurns.run([runs], rounds: options.repetitions)
+        let write = throughput(Sample(values: runs.writeSeconds))
+        let read = throughput(Sample(values: runs.readSeconds))
         report.add(Row(workload: label, measure: "gocryptfs write", unit: "MiB/s", sample: write))
         report.add(Row(workload: label, measure: "gocryptfs read", unit: "MiB/s", sample: read,
                        note: "read back through FUSE right after writing; gocryptfs decrypts on every read"))
@@ -420,75 +408,14 @@ struct LargeFileWorkload {
         }
     }
 
-    /// Plain 1 MiB writes and reads of a file at `path`: a new file (as
-    /// protd writes one), then with `overwrite` the same file written again
-    /// in place (its pages already allocated), then a read.
-    private func plainFiles(at path: String, content: [UInt8], chunks: Int, overwrite timeOverwrite: Bool = false)
-        throws -> (write: Sample, overwrite: Sample, read: Sample) {
-        defer { unlink(path) }
-        var write: [Double] = []
-        var overwrite: [Double] = []
-        var read: [Double] = []
-        var buffer = [UInt8](repeating: 0, count: Self.chunk)
-        /// MiB/s of writing the whole content to `path` opened with `flags`.
-        func timedWrite(flags: Int32) -> Double {
-            let start = ContinuousClock.now
-            let fd = open(path, O_WRONLY | flags, 0o600)
-            for _ in 0..<chunks { _ = content.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
-            close(fd)
-            return mebibytes / seconds(since: start)
-        }
-        for _ in 0..<options.repetitions {
-            unlink(path)
-            try prepareFreshPages()
-            write.append(timedWrite(flags: O_CREAT | O_TRUNC))
-            if timeOverwrite { overwrite.append(timedWrite(flags: 0)) }
-            let readStart = ContinuousClock.now
-            let rfd = open(path, O_RDONLY)
-            while buffer.withUnsafeMutableBytes({ Glibc.read(rfd, $0.baseAddress, $0.count) }) > 0 {}
-            close(rfd)
-            read.append(mebibytes / seconds(since: readStart))
-        }
-        return (Sample(values: write), Sample(values: overwrite), Sample(values: read))
-    }
-
-    /// age encrypt (write) and decrypt (read) with an X25519 recipient.
-    private func age(_ peers: PeerContext, content: [UInt8], chunks: Int) throws {
-        guard let age = BenchEnvironment.which("age"), let keygen = BenchEnvironment.which("age-keygen") else {
-            report.skip("age: not installed (apt-get install age)")
-            return
-        }
-        let base = options.dir + "/protd-bench-age-\(getpid())"
-        defer { for suffix in ["key", "in", "enc", "out"] { unlink("\(base).\(suffix)") } }
-        unlink("\(base).key")
-        let generated = try BenchEnvironment.run(keygen, ["-o", "\(base).key"])
-        guard let recipient = (generated.stderr + generated.stdout).split(separator: " ").last?
-            .trimmingCharacters(in: .whitespacesAndNewlines), recipient.hasPrefix("age1") else {
-            report.skip("age: age-keygen gave no recipient")
-            return
-        }
-        let fd = open("\(base).in", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        for _ in 0..<chunks { _ = content.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
-        close(fd)
-        var encrypt: [Double] = []
-        var decrypt: [Double] = []
-        for _ in 0..<options.repetitions {
-            unlink("\(base).enc")
-            try prepareFreshPages()
-            let start = ContinuousClock.now
-            try BenchEnvironment.run(age, ["-r", recipient, "-o", "\(base).enc", "\(base).in"])
-            encrypt.append(mebibytes / seconds(since: start))
-            unlink("\(base).out")
-            let readStart = ContinuousClock.now
-            try BenchEnvironment.run(age, ["-d", "-i", "\(base).key", "-o", "\(base).out", "\(base).enc"])
-            decrypt.append(mebibytes / seconds(since: readStart))
-        }
-        let encryptSample = Sample(values: encrypt)
-        let decryptSample = Sample(values: decrypt)
-        report.add(Row(workload: label, measure: "age encrypt", unit: "MiB/s", sample: encryptSample))
-        report.add(Row(workload: label, measure: "age decrypt", unit: "MiB/s", sample: decryptSample))
-        reportRatios(peers, peer: "age", multiple: 2, write: ("age encrypt", encryptSample.median),
-                     read: ("age decrypt", decryptSample.median))
+    /// age's encrypt (write) and decrypt (read) rows, and protd's ratios to them.
+    private func reportAge(_ peers: PeerContext, _ runs: AgeLargeFile) {
+        let encrypt = throughput(Sample(values: runs.encryptSeconds))
+        let decrypt = throughput(Sample(values: runs.decryptSeconds))
+        report.add(Row(workload: label, measure: "age encrypt", unit: "MiB/s", sample: encrypt))
+        report.add(Row(workload: label, measure: "age decrypt", unit: "MiB/s", sample: decrypt))
+        reportRatios(peers, peer: "age", multiple: 2, write: ("age encrypt", encrypt.median),
+                     read: ("age decrypt", decrypt.median))
     }
 }
 

@@ -68,7 +68,9 @@ final class Report {
             are driven the same way from the same process or as child processes. Before each timed large-file
             write, every writer's alike, the bench touches and frees twice the file's size, so none starts with
             pages the VM handed back to the host (docs/DESIGN.md, Writes); before each timed passwd, twice what
-            its two Argon2id runs touch.
+            its two Argon2id runs touch. protd's large-file write and read, the plain file floor and age take
+            turns, one repetition of each per round, so the VM's speed drifting over the run weighs on a target
+            and its baseline alike.
 
             ## Machine
 

@@ -139,35 +139,29 @@ struct CPUPerMiB {
     var total: Double { daemon + client }
 }
 
-/// CPU time protd and this process (the client) spend between calls.
+/// CPU time protd and this process (the client) spend in the bodies given
+/// to `count`, added up.
 struct CPUAccount {
     let daemon: Int32
-    private var daemonStart: Double
-    private var clientStart: Double
+    private var daemonSeconds = 0.0
+    private var clientSeconds = 0.0
 
-    init(daemon: Int32) {
-        self.daemon = daemon
-        daemonStart = Self.cpuSeconds(daemon)
-        clientStart = Self.cpuSeconds(getpid())
-    }
+    init(daemon: Int32) { self.daemon = daemon }
 
-    /// Milliseconds of CPU per MiB each side used since the last call (or
-    /// since `init`) for `mebibytes` moved, and starts counting afresh.
-    mutating func millisecondsPerMiB(_ mebibytes: Double) -> CPUPerMiB {
-        let daemonNow = Self.cpuSeconds(daemon)
-        let clientNow = Self.cpuSeconds(getpid())
-        defer { (daemonStart, clientStart) = (daemonNow, clientNow) }
-        return CPUPerMiB(daemon: 1000 * (daemonNow - daemonStart) / mebibytes,
-                         client: 1000 * (clientNow - clientStart) / mebibytes)
-    }
-
-    /// Runs `body` without counting the CPU either side spends in it.
-    mutating func excluding(_ body: () async throws -> Void) async rethrows {
+    /// Runs `body`, adding the CPU time each side spends meanwhile.
+    mutating func count<Result>(_ body: () async throws -> Result) async rethrows -> Result {
         let daemonBefore = Self.cpuSeconds(daemon)
         let clientBefore = Self.cpuSeconds(getpid())
-        try await body()
-        daemonStart += Self.cpuSeconds(daemon) - daemonBefore
-        clientStart += Self.cpuSeconds(getpid()) - clientBefore
+        let result = try await body()
+        daemonSeconds += Self.cpuSeconds(daemon) - daemonBefore
+        clientSeconds += Self.cpuSeconds(getpid()) - clientBefore
+        return result
+    }
+
+    /// Milliseconds of CPU per MiB each side spent in everything counted,
+    /// for `mebibytes` moved.
+    func millisecondsPerMiB(_ mebibytes: Double) -> CPUPerMiB {
+        CPUPerMiB(daemon: 1000 * daemonSeconds / mebibytes, client: 1000 * clientSeconds / mebibytes)
     }
 
     /// User plus system CPU seconds of `pid` (NaN when it cannot be read).

@@ -105,6 +105,7 @@ struct LargeFileWorkload {
                                   writeCPU: protd.writeCPU, readCPU: protd.readCPU, storeWrite: storeWrite.median,
                                   storeRead: storeRead.median, overwrite: plainOverwrite.median)
         reportPipelineBound(max(pipeline.median, bigBatches.median), target: 0.75 * floorWrite, protd: protdWrite.median)
+        reportOneThreadBound(costs, cipher: cipher, target: 0.75 * floorWrite, protd: protdWrite.median)
         try await otherCiphersThroughProtd(preferred: cipher, run: protd, content: content, chunks: chunks)
         let peers = PeerContext(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, cipher: cipher)
         if let ageRuns { reportAge(peers, ageRuns) }
@@ -229,6 +230,19 @@ struct LargeFileWorkload {
                      + "The target asks \(f(target)) "
                      + "(\(f(100 * target / pipeline))% of it, \(reach)); protd reached \(f(protd)) "
                      + "(\(f(100 * protd / pipeline))% of it)")
+    }
+
+    /// Reports the large write target against sealing and writing on one
+    /// thread, one after the other, as protd does.
+    private func reportOneThreadBound(_ costs: DataPathCosts, cipher: ContentCipher, target: Double, protd: Double) {
+        let f = Report.format
+        let bound = costs.sealThenWriteOnOneThread
+        report.bound("large write, on one thread: protd seals each chunk and then writes it on the same thread "
+                     + "(writing from a second thread while the next chunk is sealed measured slower: docs/DESIGN.md, "
+                     + "Writes), so sealing (\(cipher)) at \(f(costs.seal)) MiB/s and writing a new file at "
+                     + "\(f(costs.plainWrite)) MiB/s allow it at most \(f(bound)) MiB/s, before the socket, the client "
+                     + "and the rest of protd's work. The target asks \(f(target)) (\(f(100 * target / bound))% of "
+                     + "it); protd reached \(f(protd)) (\(f(100 * protd / bound))% of it)")
     }
 
     /// Explains a ratio target against a peer that protd missed: out of
@@ -434,6 +448,8 @@ struct DataPathCosts {
     var writeMilliseconds: Double { 1000 / seal + 1000 / plainWrite + socketMillisecondsPerMiB }
     var readMilliseconds: Double { 1000 / open + 1000 / plainRead + socketMillisecondsPerMiB }
     var writeWithoutSocket: Double { throughput(millisecondsPerMiB: writeMilliseconds - socketMillisecondsPerMiB) }
+    /// MiB/s of sealing and writing one after the other on a single core.
+    var sealThenWriteOnOneThread: Double { 1 / (1 / seal + 1 / plainWrite) }
     var readWithoutSocket: Double { throughput(millisecondsPerMiB: readMilliseconds - socketMillisecondsPerMiB) }
 
     /// MiB/s that `cores` allow for work costing `millisecondsPerMiB`.

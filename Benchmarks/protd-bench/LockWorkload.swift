@@ -95,6 +95,10 @@ struct LockWorkload {
         report.add(Row(workload: "unlock", measure: "lock + unlock (\(costLabel))", unit: "s", sample: sample))
     }
 
+    /// Timed changes per daemon for each repetition asked for (an even
+    /// number, so the ABBA turns come out even).
+    static let changesPerRepetition = 6
+
     /// passwd with 10 and with `options.files` files stored, each in a
     /// daemon of its own, timed in turns (few, many, many, few, ...) so
     /// that the machine's drift during the run weighs on both alike.
@@ -105,13 +109,17 @@ struct LockWorkload {
     /// stretch were slow (0.156-0.175 s against 0.126-0.138), three of the
     /// six slow ones fell on the 10,000-file side, and its median came out
     /// 1.23x the other's, while four `--only lock` runs just after gave
-    /// 0.99-1.03x.
+    /// 0.99-1.03x. A change takes about 0.14 s, and single changes swing
+    /// by 15% or more here: with six each, run BF's ratio came out 1.11x
+    /// (ranges 0.123-0.153 and 0.128-0.163 s) and two `--only lock` runs
+    /// right after 1.01x and 1.00x. So each daemon changes
+    /// `changesPerRepetition` times per repetition, 18 at the default.
     func passwd() async throws {
         let few = try await PasscodeChanger(options: options, files: 10)
         let many = try await PasscodeChanger(options: options, files: options.files)
         try await few.change(timed: false)
         try await many.change(timed: false)
-        for turn in 0..<(options.repetitions * 2) {
+        for turn in 0..<(options.repetitions * Self.changesPerRepetition) {
             for changer in turn.isMultiple(of: 2) ? [few, many] : [many, few] {
                 try FreshPages.prepare(bytes: PasscodeChanger.bytesTouched * 2)
                 try await changer.change()

@@ -61,7 +61,6 @@ final class ProtdLargeFile: LargeFileRepetition {
         try await deleteIfPresent()
         try prepare()
         let pid = daemon.pid
-        let (file, content, chunks) = (file, content, chunks)
         writeSeconds.append(try await writeCPU.count {
             try await Stopwatch.time {
                 peaks.append(try await Memory.peakResidentMiB(pid: pid) {
@@ -93,8 +92,8 @@ final class ProtdLargeFile: LargeFileRepetition {
 
 /// Plain 1 MiB writes and reads of a file at `path`: a new file (as protd
 /// writes one), then with `overwrite` the same file written again in place
-/// (its pages already allocated), then a read. The file is removed when
-/// this is released.
+/// (its pages already allocated), then a read. `remove()` (or release)
+/// deletes the file.
 final class PlainLargeFile: LargeFileRepetition {
     private let path: String
     private let content: [UInt8]
@@ -116,7 +115,10 @@ final class PlainLargeFile: LargeFileRepetition {
         buffer = [UInt8](repeating: 0, count: content.count)
     }
 
-    deinit { unlink(path) }
+    deinit { remove() }
+
+    /// Deletes the file, so that it holds no memory while other work runs.
+    func remove() { unlink(path) }
 
     func once() throws {
         unlink(path)
@@ -141,7 +143,7 @@ final class PlainLargeFile: LargeFileRepetition {
 }
 
 /// age encrypting (write) and decrypting (read) the large file with an
-/// X25519 recipient. Its files are removed when this is released.
+/// X25519 recipient. `remove()` (or release) deletes its files.
 final class AgeLargeFile: LargeFileRepetition {
     private let age: String
     private let base: String
@@ -181,7 +183,10 @@ final class AgeLargeFile: LargeFileRepetition {
         self.prepare = prepare
     }
 
-    deinit { for suffix in ["key", "in", "enc", "out"] { unlink("\(base).\(suffix)") } }
+    deinit { remove() }
+
+    /// Deletes its key, input and outputs.
+    func remove() { for suffix in ["key", "in", "enc", "out"] { unlink("\(base).\(suffix)") } }
 
     func once() throws {
         unlink("\(base).enc")

@@ -38,7 +38,10 @@ struct LargeFileWorkload {
         let ageRuns = try AgeLargeFile.make(in: options.dir, content: content, chunks: chunks, report: report,
                                             prepare: prepareFreshPages)
         try await TakingTurns.run([protdRuns, floorRuns] + (ageRuns.map { [$0] } ?? []), rounds: options.repetitions)
+        // Their files would hold memory through the rest of the workload.
         try await protdRuns.deleteIfPresent()
+        floorRuns.remove()
+        ageRuns?.remove()
         let protd = protdRun(protdRuns)
         let protdWrite = protd.write
         let protdRead = protd.read
@@ -389,6 +392,7 @@ struct LargeFileWorkload {
         let runs = PlainLargeFile(path: mount.mountPoint + "/large", content: content, chunks: chunks,
                                   prepare: prepareFreshPages)
         try await TakingTurns.run([runs], rounds: options.repetitions)
+        runs.remove()
         let write = throughput(Sample(values: runs.writeSeconds))
         let read = throughput(Sample(values: runs.readSeconds))
         report.add(Row(workload: label, measure: "gocryptfs write", unit: "MiB/s", sample: write))

@@ -227,6 +227,38 @@ struct RobustnessEndToEndTests {
         #expect(try await good.file("whole").read() == [UInt8](repeating: 3, count: 700_000))
     }
 
+    @Test("a daemon killed mid-write: the write fails with daemonUnavailable, and a restart keeps the old content and removes the temporary file",
+          .timeLimit(.minutes(1)))
+    func daemonKilledMidWrite() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let old = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 13) }
+        try await client.file("kept").write(old)
+        let state = daemon.stateDirectory
+        let temporary: @Sendable () throws -> [String] = {
+            try FileManager.default.subpathsOfDirectory(atPath: state).filter { $0.contains("/tmp/") }
+        }
+        // 64 chunks of 512 KiB; SIGKILL as the ninth is asked for, 4 MiB in,
+        // once the daemon has begun the new version (the client sends
+        // `writeBegin` without waiting for its answer).
+        let chunks = ObservedChunks(count: 64, size: 512 << 10) { index in
+            guard index == 8 else { return }
+            let deadline = Date().addingTimeInterval(10)
+            while (try? temporary())?.isEmpty ?? true, Date() < deadline { usleep(2_000) }
+            daemon.kill9()
+        }
+        let code = await EndToEnd.failure { try await client.file("kept").write(contentsOf: chunks) }
+        #expect(code == .daemonUnavailable)
+        #expect(await EndToEnd.failure { _ = try await client.status() } == .daemonUnavailable)
+        let killedWrites = try temporary()
+        #expect(killedWrites.count == 1, "the killed write's temporary file: \(killedWrites)")
+        try daemon.start()
+        let leftovers = try temporary()
+        #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
+        let again = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await again.file("kept").read() == old)
+    }
+
     @Test("five wrong passcodes bring rate limiting with a retry-after, and a restart does not lift it")
     func rateLimitSurvivesRestart() async throws {
         let (daemon, client) = try await EndToEnd.daemonWithPasscode()
@@ -271,4 +303,26 @@ struct RobustnessEndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
         #expect(await EndToEnd.failure { _ = try await handle.size() } == .daemonUnavailable)
     }
+}
+
+/// `count` chunks of `size` bytes; `beforeChunk(index)` runs as each is
+/// asked for, before it is given.
+struct ObservedChunks: AsyncSequence {
+    typealias Element = [UInt8]
+    let count: Int
+    let size: Int
+    let beforeChunk: @Sendable (Int) -> Void
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var index = 0
+        let chunks: ObservedChunks
+        mutating func next() async -> [UInt8]? {
+            guard index < chunks.count else { return nil }
+            chunks.beforeChunk(index)
+            defer { index += 1 }
+            return [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: chunks.size)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: self) }
 }

@@ -256,39 +256,67 @@ final class EncryptedFile {
     /// Re-encrypts every segment that `[offset, offset+count)` touches,
     /// plus the segment that stops being final when the file grows. `data`
     /// nil means zeros.
+    ///
+    /// Segments go out last to first, and each one's bytes past the old
+    /// end of the file before those within it: so every byte the file
+    /// gains is written before any byte it had is overwritten. When one of
+    /// those new bytes cannot be written (a full disk), the file is cut
+    /// back to its old length, which leaves the old content whole.
     private func rewrite(from offset: Int, count: Int, data: UnsafeRawBufferPointer?) throws {
         let oldSize = size
+        let oldEnd = layout.fileLength(forSize: oldSize)
         let end = offset + count
         let newSize = max(oldSize, end)
         ensureBuffers(for: min(layout.segmentSize, newSize))
         var first = offset / layout.segmentSize
         if newSize > oldSize { first = min(first, layout.lastIndex(forSize: oldSize)) }
         let last = layout.lastIndex(forSize: newSize)
-        for index in first...last {
-            let start = index * layout.segmentSize
-            let newLength = layout.plaintextLength(ofSegment: index, size: newSize)
-            let oldLength = layout.plaintextLength(ofSegment: index, size: oldSize)
-            let fullyCovered = data != nil && offset <= start && end >= start + newLength
-            if !fullyCovered {
-                if oldLength > 0 { _ = try readAndOpen(index: index) }
-                plain.withUnsafeMutableBytes { buffer in
-                    _ = memset(buffer.baseAddress! + oldLength, 0, max(0, newLength - oldLength))
+        for index in stride(from: last, through: first, by: -1) {
+            let sealed = try rewriteSegment(index, oldSize: oldSize, newSize: newSize, last: last,
+                                            from: offset, to: end, data: data)
+            let at = layout.offset(ofSegment: index)
+            try stored.withUnsafeBytes { storedBuffer in
+                let region = UnsafeRawBufferPointer(rebasing: storedBuffer[..<sealed])
+                let kept = min(max(oldEnd - at, 0), sealed)
+                do {
+                    try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: region[kept...]), at: at + kept, path: path)
+                } catch {
+                    try? Posix.truncate(fd, to: oldEnd, path: path)
+                    throw error
                 }
+                try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: region[..<kept]), at: at, path: path)
             }
-            let from = max(offset, start)
-            let to = min(end, start + newLength)
-            if to > from {
-                plain.withUnsafeMutableBytes { buffer in
-                    if let data {
-                        _ = memcpy(buffer.baseAddress! + (from - start), data.baseAddress! + (from - offset), to - from)
-                    } else {
-                        _ = memset(buffer.baseAddress! + (from - start), 0, to - from)
-                    }
-                }
-            }
-            try sealAndWrite(index: index, length: newLength, final: index == last)
         }
         size = newSize
+    }
+
+    /// One segment of `rewrite`: its old plaintext where `[offset, end)`
+    /// does not cover it, the new bytes where it does, sealed into
+    /// `stored`; returns the sealed length.
+    private func rewriteSegment(_ index: Int, oldSize: Int, newSize: Int, last: Int,
+                                from offset: Int, to end: Int, data: UnsafeRawBufferPointer?) throws -> Int {
+        let start = index * layout.segmentSize
+        let newLength = layout.plaintextLength(ofSegment: index, size: newSize)
+        let oldLength = layout.plaintextLength(ofSegment: index, size: oldSize)
+        let fullyCovered = data != nil && offset <= start && end >= start + newLength
+        if !fullyCovered {
+            if oldLength > 0 { _ = try readAndOpen(index: index) }
+            plain.withUnsafeMutableBytes { buffer in
+                _ = memset(buffer.baseAddress! + oldLength, 0, max(0, newLength - oldLength))
+            }
+        }
+        let from = max(offset, start)
+        let to = min(end, start + newLength)
+        if to > from {
+            plain.withUnsafeMutableBytes { buffer in
+                if let data {
+                    _ = memcpy(buffer.baseAddress! + (from - start), data.baseAddress! + (from - offset), to - from)
+                } else {
+                    _ = memset(buffer.baseAddress! + (from - start), 0, to - from)
+                }
+            }
+        }
+        return try seal(index: index, length: newLength, final: index == last)
     }
 
     /// Reads and decrypts segment `index` of the current size into `plain`;
@@ -313,16 +341,25 @@ final class EncryptedFile {
 
     /// Encrypts `plain[0..<length]` as segment `index` and writes it.
     private func sealAndWrite(index: Int, length: Int, final: Bool) throws {
+        let storedLength = try seal(index: index, length: length, final: final)
+        try stored.withUnsafeBytes { storedBuffer in
+            try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: storedBuffer[..<storedLength]),
+                             at: layout.offset(ofSegment: index), path: path)
+        }
+    }
+
+    /// Encrypts `plain[0..<length]` as segment `index` into `stored`;
+    /// returns the sealed length.
+    private func seal(index: Int, length: Int, final: Bool) throws -> Int {
         ensureBuffers(for: length)
         let storedLength = length + layout.overhead
         try stored.withUnsafeMutableBytes { storedBuffer in
-            let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength])
             try plain.withUnsafeBytes { plainBuffer in
                 try key.sealSegment(UnsafeRawBufferPointer(rebasing: plainBuffer[..<length]), index: index, final: final,
-                                    fileID: header.fileID, into: region)
+                                    fileID: header.fileID, into: UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength]))
             }
-            try Posix.pwrite(fd, UnsafeRawBufferPointer(region), at: layout.offset(ofSegment: index), path: path)
         }
+        return storedLength
     }
 
     /// Largest plaintext size a file may reach: 2^48 bytes (256 TiB), far

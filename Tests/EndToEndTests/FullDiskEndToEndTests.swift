@@ -131,4 +131,35 @@ struct FullDiskEndToEndTests {
             #expect(await EndToEnd.failure { _ = try await client.file("new").attributes } == .notFound)
         }
     }
+
+    @Test("unlocking on a full disk fails with ioFailure, uncounted (the attempt cannot be recorded); with space again it works",
+          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
+    func unlockOnAFullDisk() async throws {
+        try await Self.withSmallFileSystem(mebibytes: 4) { root in
+            let daemon = try DaemonProcess(logLevel: "warning", parentDirectory: root)
+            defer { daemon.stop() }
+            let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            try await setup.setPasscode(EndToEnd.passcode)
+            try await setup.file("kept").write(Array("still here".utf8))
+            await setup.close()
+            try daemon.restart()
+            let filler = Self.fill(root)
+            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+
+            for passcode in [EndToEnd.passcode, "wrong"] {
+                var failure: DataProtectionError?
+                do { try await client.unlock(passcode: passcode) } catch let error as DataProtectionError { failure = error }
+                #expect(failure?.code == .ioFailure)
+                #expect("\(failure.map { "\($0)" } ?? "no error")".contains("not counted"))
+            }
+            let status = try await client.status()
+            #expect(status.state == .beforeFirstUnlock)
+            #expect(status.failedAttempts == 0)
+
+            try FileManager.default.removeItem(atPath: filler)
+            try await client.unlock(passcode: EndToEnd.passcode)
+            #expect(try await client.status().failedAttempts == 0)
+            #expect(try await client.file("kept").readString() == "still here")
+        }
+    }
 }

@@ -84,8 +84,8 @@ public final class KeyBag {
     /// The attempt is recorded on disk before it is evaluated, so a crash
     /// or restart cannot reset the count. Throws `rateLimited`,
     /// `wrongPasscode` or `erasedAfterFailedAttempts`; `ioFailure` when the
-    /// passcode could not be checked (Argon2id out of memory), which is
-    /// then not counted.
+    /// passcode could not be checked (Argon2id out of memory, or a full
+    /// disk that cannot record the attempt), which is then not counted.
     public func unlock(passcode: SecretBytes) throws {
         guard record.hasPasscode else { return }
         let unwrapped = try verify(passcode)
@@ -164,7 +164,14 @@ public final class KeyBag {
         var attempt = record
         attempt.failedAttempts += 1
         attempt.lastAttemptAt = now
-        try persist(attempt)
+        do {
+            try persist(attempt)
+        } catch let error as ProtectionError {
+            // A full disk: unrecorded attempts must not be checked (they
+            // would not count against the limit).
+            throw ProtectionError(error.code, "the attempt could not be recorded, so the passcode was not checked "
+                                  + "and the attempt was not counted: \(error.message)")
+        }
         record = attempt
 
         let passcodeKey: SecretBytes

@@ -8,15 +8,18 @@ import Testing
 struct FullDiskEndToEndTests {
     static let isRoot = getuid() == 0
 
-    /// A tmpfs of `mebibytes` mounted on a new temporary directory for the
-    /// length of `body`.
-    static func withSmallFileSystem(mebibytes: Int, _ body: (String) async throws -> Void) async throws {
+    /// A daemon whose directory (socket, state, log) is on a tmpfs of
+    /// `mebibytes` mounted for the length of `body`, which gets the mount
+    /// point and the daemon.
+    static func withDaemonOnSmallFileSystem(mebibytes: Int, _ body: (String, DaemonProcess) async throws -> Void) async throws {
         let mountPoint = try TemporaryDirectory("fs")
         defer { mountPoint.remove() }
         let mount = try CommandRunner.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(mebibytes)m,mode=0700", "tmpfs", mountPoint.path])
         try #require(mount.status == 0, "mount failed: \(mount.stderr)")
         defer { _ = try? CommandRunner.run("/bin/umount", ["-l", mountPoint.path]) }
-        try await body(mountPoint.path)
+        let daemon = try DaemonProcess(logLevel: "warning", parentDirectory: mountPoint.path)
+        defer { daemon.stop() }
+        try await body(mountPoint.path, daemon)
     }
 
     /// Fills the file system holding `directory` with a plain file; returns its path.
@@ -35,9 +38,7 @@ struct FullDiskEndToEndTests {
     @Test("writes that do not fit fail with ioFailure saying so, keep the old content and leave no temporary file",
           .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
     func writesThatDoNotFit() async throws {
-        try await Self.withSmallFileSystem(mebibytes: 8) { root in
-            let daemon = try DaemonProcess(logLevel: "warning", parentDirectory: root)
-            defer { daemon.stop() }
+        try await Self.withDaemonOnSmallFileSystem(mebibytes: 8) { _, daemon in
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
             let old = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
             try await client.file("kept").write(old)
@@ -67,9 +68,7 @@ struct FullDiskEndToEndTests {
     @Test("a passcode change on a full disk fails with ioFailure and changes nothing; with space again it works",
           .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
     func passcodeChangeOnAFullDisk() async throws {
-        try await Self.withSmallFileSystem(mebibytes: 4) { root in
-            let daemon = try DaemonProcess(logLevel: "warning", parentDirectory: root)
-            defer { daemon.stop() }
+        try await Self.withDaemonOnSmallFileSystem(mebibytes: 4) { root, daemon in
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
             try await client.file("kept").write(Array("still here".utf8))
             let filler = Self.fill(root)
@@ -101,9 +100,7 @@ struct FullDiskEndToEndTests {
     @Test("a handle append or growing truncate that does not fit fails with ioFailure and leaves the file whole and usable; nor does a create leave a file",
           .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
     func handleWritesThatDoNotFit() async throws {
-        try await Self.withSmallFileSystem(mebibytes: 4) { root in
-            let daemon = try DaemonProcess(logLevel: "warning", parentDirectory: root)
-            defer { daemon.stop() }
+        try await Self.withDaemonOnSmallFileSystem(mebibytes: 4) { root, daemon in
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
             let handle = try await client.file("log").open(.create(.completeUntilFirstUserAuthentication))
             // Appends of 100,000 bytes (a segment and a half) until one does not fit.
@@ -135,9 +132,7 @@ struct FullDiskEndToEndTests {
     @Test("unlocking on a full disk fails with ioFailure, uncounted (the attempt cannot be recorded); with space again it works",
           .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
     func unlockOnAFullDisk() async throws {
-        try await Self.withSmallFileSystem(mebibytes: 4) { root in
-            let daemon = try DaemonProcess(logLevel: "warning", parentDirectory: root)
-            defer { daemon.stop() }
+        try await Self.withDaemonOnSmallFileSystem(mebibytes: 4) { root, daemon in
             let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
             try await setup.setPasscode(EndToEnd.passcode)
             try await setup.file("kept").write(Array("still here".utf8))

@@ -36,7 +36,7 @@ struct FullDiskEndToEndTests {
     }
 
     @Test("writes that do not fit fail with ioFailure saying so, keep the old content and leave no temporary file",
-          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
+          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(3)))
     func writesThatDoNotFit() async throws {
         try await Self.withDaemonOnSmallFileSystem(mebibytes: 8) { _, daemon in
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
@@ -66,7 +66,7 @@ struct FullDiskEndToEndTests {
     }
 
     @Test("a passcode change on a full disk fails with ioFailure and changes nothing; with space again it works",
-          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
+          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(3)))
     func passcodeChangeOnAFullDisk() async throws {
         try await Self.withDaemonOnSmallFileSystem(mebibytes: 4) { root, daemon in
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
@@ -98,7 +98,7 @@ struct FullDiskEndToEndTests {
     }
 
     @Test("a handle append or growing truncate that does not fit fails with ioFailure and leaves the file whole and usable; nor does a create leave a file",
-          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
+          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(3)))
     func handleWritesThatDoNotFit() async throws {
         try await Self.withDaemonOnSmallFileSystem(mebibytes: 4) { root, daemon in
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
@@ -130,7 +130,7 @@ struct FullDiskEndToEndTests {
     }
 
     @Test("unlocking on a full disk fails with ioFailure, uncounted (the attempt cannot be recorded); with space again it works",
-          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)))
+          .enabled(if: isRoot, "needs root to mount a small tmpfs"), .timeLimit(.minutes(3)))
     func unlockOnAFullDisk() async throws {
         try await Self.withDaemonOnSmallFileSystem(mebibytes: 4) { root, daemon in
             let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)

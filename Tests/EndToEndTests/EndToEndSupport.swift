@@ -20,11 +20,16 @@ enum EndToEnd {
 
     /// The error code `body` fails with, or nil when it succeeds.
     static func failure(_ body: () async throws -> Void) async -> DataProtectionError.Code? {
+        await error(body)?.code
+    }
+
+    /// The error `body` fails with, or nil when it succeeds.
+    static func error(_ body: () async throws -> Void) async -> DataProtectionError? {
         do {
             try await body()
             return nil
         } catch let error as DataProtectionError {
-            return error.code
+            return error
         } catch {
             Issue.record("unexpected error type: \(error)")
             return nil

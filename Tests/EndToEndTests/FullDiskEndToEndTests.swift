@@ -52,22 +52,18 @@ struct FullDiskEndToEndTests {
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
             let old = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
             try await client.file("kept").write(old)
-            let temporary = { try FileManager.default.subpathsOfDirectory(atPath: daemon.stateDirectory).filter { $0.contains("/tmp/") } }
 
             // Streamed: 16 MiB into the 7 or so left.
-            var failure: DataProtectionError?
-            do {
-                try await client.file("kept").write(contentsOf: BoundedChunks(count: 16))
-            } catch let error as DataProtectionError { failure = error }
+            let failure = await EndToEnd.error { try await client.file("kept").write(contentsOf: BoundedChunks(count: 16)) }
             #expect(failure?.code == .ioFailure)
-            #expect("\(failure.map { "\($0)" } ?? "no error")".contains("No space left on device"))
+            #expect(failure?.message.contains("No space left on device") == true, "\(String(describing: failure))")
             // Whole, in one frame's worth of chunks: 9 MiB.
             let whole = await EndToEnd.failure { try await client.file("whole").write([UInt8](repeating: 1, count: 9 << 20)) }
             #expect(whole == .ioFailure)
 
             #expect(try await client.file("kept").read() == old)
             #expect(await EndToEnd.failure { _ = try await client.file("whole").attributes } == .notFound)
-            let leftovers = try temporary()
+            let leftovers = try daemon.writeTemporaries()
             #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
             // The space the failed writes took is free again.
             try await client.file("after").write([UInt8](repeating: 2, count: 5 << 20), protection: .none)
@@ -83,10 +79,9 @@ struct FullDiskEndToEndTests {
             try await client.file("kept").write(Array("still here".utf8))
             let filler = Self.fill(root)
 
-            var failure: DataProtectionError?
-            do { try await client.setPasscode(EndToEnd.passcode) } catch let error as DataProtectionError { failure = error }
+            let failure = await EndToEnd.error { try await client.setPasscode(EndToEnd.passcode) }
             #expect(failure?.code == .ioFailure)
-            #expect("\(failure.map { "\($0)" } ?? "no error")".contains("No space left on device"))
+            #expect(failure?.message.contains("No space left on device") == true, "\(String(describing: failure))")
             #expect(try await client.status().passcodeSet == false)
             #expect(try await client.file("kept").readString() == "still here")
 
@@ -152,10 +147,9 @@ struct FullDiskEndToEndTests {
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
 
             for passcode in [EndToEnd.passcode, "wrong"] {
-                var failure: DataProtectionError?
-                do { try await client.unlock(passcode: passcode) } catch let error as DataProtectionError { failure = error }
+                let failure = await EndToEnd.error { try await client.unlock(passcode: passcode) }
                 #expect(failure?.code == .ioFailure)
-                #expect("\(failure.map { "\($0)" } ?? "no error")".contains("not counted"))
+                #expect(failure?.message.contains("not counted") == true, "\(String(describing: failure))")
             }
             let status = try await client.status()
             #expect(status.state == .beforeFirstUnlock)

@@ -220,8 +220,7 @@ struct RobustnessEndToEndTests {
         #expect(try await good.status().state == .unlocked)
         try await Task.sleep(for: .milliseconds(200))
         #expect(await EndToEnd.failure { _ = try await good.file("cut").attributes } == .notFound)
-        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: daemon.stateDirectory)
-            .filter { $0.contains("/tmp/") }
+        let leftovers = try daemon.writeTemporaries()
         #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
         try await good.file("whole").write([UInt8](repeating: 3, count: 700_000), protection: .none)
         #expect(try await good.file("whole").read() == [UInt8](repeating: 3, count: 700_000))
@@ -234,26 +233,22 @@ struct RobustnessEndToEndTests {
         let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         let old = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 13) }
         try await client.file("kept").write(old)
-        let state = daemon.stateDirectory
-        let temporary: @Sendable () throws -> [String] = {
-            try FileManager.default.subpathsOfDirectory(atPath: state).filter { $0.contains("/tmp/") }
-        }
         // 64 chunks of 512 KiB; SIGKILL as the ninth is asked for, 4 MiB in,
         // once the daemon has begun the new version (the client sends
         // `writeBegin` without waiting for its answer).
         let chunks = ObservedChunks(count: 64, size: 512 << 10) { index in
             guard index == 8 else { return }
             let deadline = Date().addingTimeInterval(10)
-            while (try? temporary())?.isEmpty ?? true, Date() < deadline { usleep(2_000) }
+            while (try? daemon.writeTemporaries())?.isEmpty ?? true, Date() < deadline { usleep(2_000) }
             daemon.kill9()
         }
         let code = await EndToEnd.failure { try await client.file("kept").write(contentsOf: chunks) }
         #expect(code == .daemonUnavailable)
         #expect(await EndToEnd.failure { _ = try await client.status() } == .daemonUnavailable)
-        let killedWrites = try temporary()
+        let killedWrites = try daemon.writeTemporaries()
         #expect(killedWrites.count == 1, "the killed write's temporary file: \(killedWrites)")
         try daemon.start()
-        let leftovers = try temporary()
+        let leftovers = try daemon.writeTemporaries()
         #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
         let again = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         #expect(try await again.file("kept").read() == old)
@@ -297,8 +292,7 @@ struct RobustnessEndToEndTests {
         #expect(result.status == 0)
         #expect(result.seconds < 10)
         writer.cancel()
-        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: daemon.stateDirectory)
-            .filter { $0.contains("/tmp/") }
+        let leftovers = try daemon.writeTemporaries()
         #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
         #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
         #expect(await EndToEnd.failure { _ = try await handle.size() } == .daemonUnavailable)

@@ -121,6 +121,12 @@ public final class DaemonProcess: @unchecked Sendable {
         try start()
     }
 
+    /// The temporary files of whole-file writes in progress or left by a
+    /// crash (`<uid>/tmp/`), relative to the state directory.
+    public func writeTemporaries() throws -> [String] {
+        try FileManager.default.subpathsOfDirectory(atPath: stateDirectory).filter { $0.contains("/tmp/") }
+    }
+
     /// Everything the daemon logged so far.
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 

@@ -5,10 +5,10 @@ internal import Sodium
 /// header, then every segment as soon as it is full and known not to be the
 /// last, then the final segment on `finish()`. Full segments are sealed
 /// straight from the caller's bytes (on every core for a slow cipher:
-/// `SegmentParallelism`), and each batch is
-/// written with one `pwrite`; only the tail that might be final is copied
-/// and held back. Every byte is encrypted once, whatever the sizes of the
-/// pieces appended.
+/// `SegmentParallelism`), and each batch is written with one `pwrite`
+/// (`SealedBatchWriter`: on the caller's thread, or overlapped from one of
+/// its own). Only the tail that might be final is copied and held back.
+/// Every byte is encrypted once, whatever the sizes of the pieces appended.
 final class SegmentStreamWriter {
     /// Most segments sealed and written together (4 MiB at the default
     /// segment size), which bounds the sealed buffer.
@@ -21,8 +21,8 @@ final class SegmentStreamWriter {
     private let layout: SegmentLayout
     /// Plaintext of the last, possibly final segment (at most one segment).
     private var pending: [UInt8] = []
-    /// Sealed segments on their way to disk; reused between appends.
-    private var sealed: [UInt8] = []
+    /// Sealed batches on their way to disk.
+    private let output: SealedBatchWriter
     private var nextIndex = 0
     /// The header, until it goes out in front of the first batch written:
     /// any file then costs one `pwrite` fewer.
@@ -31,13 +31,16 @@ final class SegmentStreamWriter {
     private(set) var size = 0
 
     /// Starts a new file in `protection` in `fd`; its header is written
-    /// with the first segment.
-    init(fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, keys: ClassKeys) throws {
+    /// with the first segment. `overlapped`: each batch is written from a
+    /// thread of its own while the next is sealed.
+    init(fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, keys: ClassKeys,
+         overlapped: Bool = false) throws {
         self.fd = fd
         self.path = path
         (key, header) = try FileKey.newFile(protection: protection, format: format, keys: keys)
         layout = SegmentLayout(segmentSize: format.segmentSize, cipher: format.cipher)
         unwrittenHeader = header.encoded
+        output = SealedBatchWriter(fd: fd, path: path, overlapped: overlapped)
     }
 
     /// Adds bytes at the end.
@@ -72,11 +75,13 @@ final class SegmentStreamWriter {
         size += bytes.count
     }
 
-    /// Writes the final segment and wipes the key.
+    /// Writes the final segment, waits until every batch is written, and
+    /// wipes the key.
     func finish() throws {
         try key.withMemoryOpen {
             defer { discard() }
             try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
+            try output.finish()
         }
     }
 
@@ -84,8 +89,10 @@ final class SegmentStreamWriter {
     /// a class A write). Later appends and `finish()` then fail.
     func wipeKey() { key.wipe() }
 
-    /// Wipes the key and the buffered plaintext without finishing.
+    /// Wipes the key and the buffered plaintext without finishing, once no
+    /// batch is being written any more (the file may be closed after).
     func discard() {
+        output.drain()
         key.wipe()
         clearPending()
     }
@@ -104,26 +111,23 @@ final class SegmentStreamWriter {
                 // The header, until written, goes out in front of the first batch.
                 let prefix = headerBytes.count
                 let storedBytes = prefix + (batch.count - 1) * stride + batch.last!.count + layout.overhead
-                if sealed.count < storedBytes { sealed = [UInt8](repeating: 0, count: storedBytes) }
-                try sealed.withUnsafeMutableBytes { output in
-                    if prefix > 0 { output.copyBytes(from: headerBytes) }
-                    let fileID = header.fileID
-                    try SegmentParallelism.forEach(batch.count, spread: layout.spreadsAcrossCores) { position in
-                        let plain = batch[batchStart + position]
-                        let index = first + position
-                        let start = prefix + position * stride
-                        let end = start + plain.count + layout.overhead
-                        let region = UnsafeMutableRawBufferPointer(rebasing: output[start..<end])
-                        try key.sealSegment(plain, index: index,
-                                            final: lastIsFinal && batchStart + position == sources.count - 1,
-                                            fileID: fileID, into: region)
-                    }
-                    // One pwrite for the batch, from this thread: two threads
-                    // writing into one file contend for its inode lock
-                    // (docs/DESIGN.md, section Writes).
-                    try Posix.pwrite(fd, UnsafeRawBufferPointer(rebasing: output[0..<storedBytes]),
-                                     at: layout.offset(ofSegment: first) - prefix, path: path)
+                let output = try self.output.nextBuffer(count: storedBytes)
+                if prefix > 0 { output.copyBytes(from: headerBytes) }
+                let fileID = header.fileID
+                try SegmentParallelism.forEach(batch.count, spread: layout.spreadsAcrossCores) { position in
+                    let plain = batch[batchStart + position]
+                    let index = first + position
+                    let start = prefix + position * stride
+                    let end = start + plain.count + layout.overhead
+                    let region = UnsafeMutableRawBufferPointer(rebasing: output[start..<end])
+                    try key.sealSegment(plain, index: index,
+                                        final: lastIsFinal && batchStart + position == sources.count - 1,
+                                        fileID: fileID, into: region)
                 }
+                // One pwrite for the batch, one batch at a time: two threads
+                // writing into one file contend for its inode lock
+                // (docs/DESIGN.md, section Writes).
+                try self.output.write(count: storedBytes, at: layout.offset(ofSegment: first) - prefix)
                 nextIndex += batch.count
             }
         }

@@ -150,7 +150,8 @@ public final class DaemonServer: Service {
         defer { registry.remove(connection.channel) }
         do {
             try await connection.executeThenClose { inbound, outbound in
-                await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events)
+                await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events,
+                                 channel: connection.channel)
                     .run(inbound: inbound)
             }
         } catch {

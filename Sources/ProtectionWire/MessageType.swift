@@ -30,6 +30,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case acknowledge = 0x18
     case handleSync = 0x19
     case writeAbort = 0x1A
+    case writeDirect = 0x1B
 
     // Responses (daemon to client).
     case ok = 0x80

@@ -24,6 +24,10 @@ public enum Request: Sendable, Equatable {
     case writeEnd
     /// Abandon the write in progress; the old content stays.
     case writeAbort
+    /// Start a whole-file write whose chunks the daemon reads from the
+    /// socket itself (`DirectWriteStream`): after its `ok` the connection
+    /// carries only this write's frames until its answer.
+    case writeDirect(name: String, protection: ProtectionClass, durable: Bool)
     /// Read `length` bytes from `offset` (`WireProtocol.toEnd` = all); the
     /// answer streams as `dataChunk` frames then `end`.
     case read(name: String, offset: UInt64, length: UInt64)
@@ -68,6 +72,7 @@ public enum Request: Sendable, Equatable {
         case .passwd: .passwd
         case .erase: .erase
         case .writeBegin: .writeBegin
+        case .writeDirect: .writeDirect
         case .writeChunk: .writeChunk
         case .writeEnd: .writeEnd
         case .writeAbort: .writeAbort
@@ -109,7 +114,7 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(UInt8(old == nil ? 0 : 1))
             body.writeWireBytes(old ?? [])
             body.writeWireBytes(new)
-        case .writeBegin(let name, let protection, let durable):
+        case .writeBegin(let name, let protection, let durable), .writeDirect(let name, let protection, let durable):
             body.writeWireString(name)
             body.writeInteger(protection.rawValue)
             body.writeInteger(UInt8(durable ? 1 : 0))
@@ -193,6 +198,9 @@ public enum Request: Sendable, Equatable {
         case .writeBegin:
             self = .writeBegin(name: try body.readWireString("name"), protection: try body.readWireProtection(),
                                durable: try body.readWireBool("durable"))
+        case .writeDirect:
+            self = .writeDirect(name: try body.readWireString("name"), protection: try body.readWireProtection(),
+                                durable: try body.readWireBool("durable"))
         case .writeChunk:
             self = .writeChunk(try body.readWireBuffer("data"))
         case .read:

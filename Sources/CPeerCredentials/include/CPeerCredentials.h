@@ -20,5 +20,6 @@ typedef struct {
 
 static const int protd_so_peercred = 17;   /* SO_PEERCRED on Linux */
 static const int protd_so_peergroups = 59; /* SO_PEERGROUPS on Linux */
+static const int protd_so_cookie = 57;     /* SO_COOKIE on Linux: a socket's unique 64-bit id */
 
 #endif

@@ -40,9 +40,12 @@ public final class DataProtectionClient: Sendable {
 
     let connection: Connection
     let subscription = Subscription()
+    /// The name given to `connect`, for the connections of direct writes.
+    let clientName: String
 
-    private init(socketPath: String, connection: Connection) {
+    private init(socketPath: String, clientName: String, connection: Connection) {
         self.socketPath = socketPath
+        self.clientName = clientName
         self.connection = connection
     }
 
@@ -58,7 +61,7 @@ public final class DataProtectionClient: Sendable {
         async throws(DataProtectionError) -> DataProtectionClient {
         let path = socketPath ?? environmentSocketPath() ?? defaultSocketPath
         let connection = try await Connection.open(socketPath: path, clientName: clientName)
-        return DataProtectionClient(socketPath: path, connection: connection)
+        return DataProtectionClient(socketPath: path, clientName: clientName, connection: connection)
     }
 
     private static func environmentSocketPath() -> String? {

@@ -23,13 +23,23 @@ public struct ProtectedFile: Sendable {
     /// in class `protection` if needed (an existing file is rewritten in
     /// `protection` too). With `durable` the daemon syncs to disk before it
     /// answers. Returns the number of bytes written. Content larger than
-    /// `maximumChunkSize` is sent in pieces.
+    /// `maximumChunkSize` is sent in pieces, as a direct write on a
+    /// connection of its own (see `write(contentsOf:protection:durable:)`).
     @discardableResult
     public func write(_ data: [UInt8], protection: ProtectionClass = .default,
                       durable: Bool = true) async throws(DataProtectionError) -> UInt64 {
         if data.count <= connection.maximumChunkSize {
             return try await WriteSession.writeWhole(connection, name: name, protection: protection, durable: durable,
                                                      content: data[...])
+        }
+        if let direct = try beginDirectWrite(protection: protection, durable: durable) {
+            do {
+                try direct.send(data)
+                return try direct.finish()
+            } catch {
+                direct.abandon()
+                throw error
+            }
         }
         var session = try await WriteSession.begin(connection, name: name, protection: protection, durable: durable)
         do {
@@ -56,12 +66,17 @@ public struct ProtectedFile: Sendable {
     }
 
     /// Replaces the file's content atomically with the concatenation of
-    /// `chunks`, streaming: chunks are sent from the source's own elements,
-    /// uncopied, and at most a few are on their way at a time (their
-    /// elements stay alive until the socket has their bytes); sending waits
-    /// while the socket is full. Source elements of any size are re-cut to
-    /// `maximumChunkSize`; a chunk that spans elements is gathered in a
-    /// buffer of the write's own.
+    /// `chunks`, streaming. A source that ends within one chunk
+    /// (`maximumChunkSize`) is sent as one whole write. A longer one goes
+    /// as a direct write on a connection of its own: each chunk leaves
+    /// straight from the source's elements with one system call, and the
+    /// daemon reads it straight into its batches; sending blocks the
+    /// calling thread while the daemon catches up. When the daemon runs as
+    /// many direct writes as it allows, the write goes on the shared
+    /// connection instead, where at most a few chunks are on their way at a
+    /// time (their elements stay alive until the socket has their bytes).
+    /// Either way a chunk that spans elements is gathered in a buffer of
+    /// the write's own.
     ///
     /// If the source throws, the write is abandoned (the old content stays)
     /// and the source's error is rethrown; every other failure is a
@@ -71,16 +86,61 @@ public struct ProtectedFile: Sendable {
     public func write<Chunks: AsyncSequence>(contentsOf chunks: Chunks, protection: ProtectionClass = .default,
                                              durable: Bool = true) async throws -> UInt64
         where Chunks.Element == [UInt8] {
+        var source = chunks.makeAsyncIterator()
+        var head: [UInt8] = []
+        var crossing: [UInt8]?
+        while let element = try await source.next() {
+            guard head.count + element.count <= connection.maximumChunkSize else {
+                crossing = element
+                break
+            }
+            head += element
+        }
+        guard let crossing else { return try await write(head, protection: protection, durable: durable) }
+        if let direct = try beginDirectWrite(protection: protection, durable: durable) {
+            do {
+                try direct.send(head)
+                try direct.send(crossing)
+                while let element = try await source.next() {
+                    if Task.isCancelled { throw DataProtectionError.cancelled }
+                    try direct.send(element)
+                }
+                return try direct.finish()
+            } catch {
+                direct.abandon()
+                throw error
+            }
+        }
+        return try await writeOnSharedConnection(head + crossing, then: &source, protection: protection,
+                                                 durable: durable)
+    }
+
+    /// A direct write of this file on a connection of its own; nil when the
+    /// daemon runs as many as it allows (the write then goes on the shared
+    /// connection).
+    private func beginDirectWrite(protection: ProtectionClass, durable: Bool)
+        throws(DataProtectionError) -> DirectWriteConnection? {
+        try DirectWriteConnection.begin(socketPath: client.socketPath, clientName: client.clientName, name: name,
+                                        protection: protection, durable: durable)
+    }
+
+    /// A streamed write on the client's shared connection (`WriteSession`):
+    /// `first`, then the rest of `source`.
+    private func writeOnSharedConnection<Source: AsyncIteratorProtocol>(
+        _ first: [UInt8], then source: inout Source, protection: ProtectionClass, durable: Bool
+    ) async throws -> UInt64 where Source.Element == [UInt8] {
         var session = try await WriteSession.begin(connection, name: name, protection: protection, durable: durable)
         var sinkError: DataProtectionError?
         do {
-            for try await chunk in chunks {
+            var element: [UInt8]? = first
+            while let chunk = element {
                 do {
                     try await session.append(chunk[...])
                 } catch {
                     sinkError = error
                     break
                 }
+                element = try await source.next()
             }
         } catch {
             await session.abandon()

@@ -234,8 +234,8 @@ struct RobustnessEndToEndTests {
         let old = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 13) }
         try await client.file("kept").write(old)
         // 64 chunks of 512 KiB; SIGKILL as the ninth is asked for, 4 MiB in,
-        // once the daemon has begun the new version (the client sends
-        // `writeBegin` without waiting for its answer).
+        // once the daemon has begun the new version (its temporary file is
+        // there).
         let chunks = ObservedChunks(count: 64, size: 512 << 10) { index in
             guard index == 8 else { return }
             let deadline = Date().addingTimeInterval(10)
@@ -282,9 +282,10 @@ struct RobustnessEndToEndTests {
         _ = try await handle.append([UInt8](repeating: 7, count: 100_000))
         let other = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         _ = try await other.subscribe()
-        // A streamed write left half done.
+        // A streamed write left half done: longer than a chunk, so a direct
+        // write whose reading thread waits on its socket.
         let chunks = AsyncStream<[UInt8]> { continuation in
-            continuation.yield([UInt8](repeating: 1, count: 300_000))
+            continuation.yield([UInt8](repeating: 1, count: 700_000))
         }
         let writer = Task { try await other.file("half").write(contentsOf: chunks, protection: .none) }
         try await Task.sleep(for: .milliseconds(300))

@@ -59,12 +59,14 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     /// Reads until end of stream; true when the daemon closed the connection.
-    public func readsEndOfStream() -> Bool {
+    /// With `orReset`, a reset counts as closed too (the daemon closed it
+    /// before reading all that was sent).
+    public func readsEndOfStream(orReset: Bool = false) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n == 0 { return true }
-            if n < 0 { return false }
+            if n < 0 { return orReset && errno == ECONNRESET }
         }
     }
 

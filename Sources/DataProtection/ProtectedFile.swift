@@ -71,10 +71,11 @@ public struct ProtectedFile: Sendable {
     /// as a direct write on a connection of its own: each chunk leaves
     /// straight from the source's elements with one system call, and the
     /// daemon reads it straight into its batches; sending blocks the
-    /// calling thread while the daemon catches up. When the daemon runs as
-    /// many direct writes as it allows, the write goes on the shared
-    /// connection instead, where at most a few chunks are on their way at a
-    /// time (their elements stay alive until the socket has their bytes).
+    /// calling thread while the daemon catches up. When the daemon refuses
+    /// a direct write (it runs as many as it allows, or predates them), the
+    /// write goes on the shared connection instead, where at most a few
+    /// chunks are on their way at a time (their elements stay alive until
+    /// the socket has their bytes).
     /// Either way a chunk that spans elements is gathered in a buffer of
     /// the write's own.
     ///
@@ -116,8 +117,7 @@ public struct ProtectedFile: Sendable {
     }
 
     /// A direct write of this file on a connection of its own; nil when the
-    /// daemon runs as many as it allows (the write then goes on the shared
-    /// connection).
+    /// daemon refuses one (the write then goes on the shared connection).
     private func beginDirectWrite(protection: ProtectionClass, durable: Bool)
         throws(DataProtectionError) -> DirectWriteConnection? {
         try DirectWriteConnection.begin(socketPath: client.socketPath, clientName: client.clientName, name: name,

@@ -81,11 +81,12 @@ struct LargeFileWorkload {
                        sample: socketCPU, note: "both threads' CPU time per MiB moved"))
         report.add(Row(workload: label, measure: "write pipeline, 512 KiB batches", unit: "MiB/s",
                        sample: pipeline,
-                       note: "the write's work with nothing of protd's: a socket pair; one thread reads a batch (protd's "
-                           + "chunk size) and seals its 64 KiB segments with \(cipher), another writes the previous "
+                       note: "the write's work with nothing of protd's: a socket pair; one thread reads a batch (of "
+                           + "protd's chunk size) and seals its 64 KiB segments with \(cipher), another writes the previous "
                            + "batch into a new file"))
         report.add(Row(workload: label, measure: "write pipeline, 4 MiB batches", unit: "MiB/s",
-                       sample: bigBatches, note: "the same, reading, sealing and writing 4 MiB at a time"))
+                       sample: bigBatches, note: "the same, reading, sealing and writing 4 MiB at a time, as protd's direct "
+                           + "writes do"))
         report.add(Row(workload: label, measure: "protd store in-process write (no socket)",
                        unit: "MiB/s", sample: storeWrite,
                        note: "ProtectedStore driven in this process with \(cipher): the daemon's data path without the "
@@ -108,7 +109,6 @@ struct LargeFileWorkload {
                                   writeCPU: protd.writeCPU, readCPU: protd.readCPU, storeWrite: storeWrite.median,
                                   storeRead: storeRead.median, overwrite: plainOverwrite.median)
         reportPipelineBound(max(pipeline.median, bigBatches.median), target: 0.75 * floorWrite, protd: protdWrite.median)
-        reportOneThreadBound(costs, cipher: cipher, target: 0.75 * floorWrite, protd: protdWrite.median)
         try await otherCiphersThroughProtd(preferred: cipher, run: protd, content: content, chunks: chunks)
         let peers = PeerContext(protdWrite: protdWrite.median, protdRead: protdRead.median, bounds: bounds, cipher: cipher)
         if let ageRuns { reportAge(peers, ageRuns) }
@@ -233,19 +233,6 @@ struct LargeFileWorkload {
                      + "The target asks \(f(target)) "
                      + "(\(f(100 * target / pipeline))% of it, \(reach)); protd reached \(f(protd)) "
                      + "(\(f(100 * protd / pipeline))% of it)")
-    }
-
-    /// Reports the large write target against sealing and writing on one
-    /// thread, one after the other, as protd does.
-    private func reportOneThreadBound(_ costs: DataPathCosts, cipher: ContentCipher, target: Double, protd: Double) {
-        let f = Report.format
-        let bound = costs.sealThenWriteOnOneThread
-        report.bound("large write, on one thread: protd seals each chunk and then writes it on the same thread "
-                     + "(writing from a second thread while the next chunk is sealed measured slower: docs/DESIGN.md, "
-                     + "Writes), so sealing (\(cipher)) at \(f(costs.seal)) MiB/s and writing a new file at "
-                     + "\(f(costs.plainWrite)) MiB/s allow it at most \(f(bound)) MiB/s, before the socket, the client "
-                     + "and the rest of protd's work. The target asks \(f(target)) (\(f(100 * target / bound))% of "
-                     + "it); protd reached \(f(protd)) (\(f(100 * protd / bound))% of it)")
     }
 
     /// Explains a ratio target against a peer that protd missed: out of
@@ -452,8 +439,6 @@ struct DataPathCosts {
     var writeMilliseconds: Double { 1000 / seal + 1000 / plainWrite + socketMillisecondsPerMiB }
     var readMilliseconds: Double { 1000 / open + 1000 / plainRead + socketMillisecondsPerMiB }
     var writeWithoutSocket: Double { throughput(millisecondsPerMiB: writeMilliseconds - socketMillisecondsPerMiB) }
-    /// MiB/s of sealing and writing one after the other on a single core.
-    var sealThenWriteOnOneThread: Double { 1 / (1 / seal + 1 / plainWrite) }
     var readWithoutSocket: Double { throughput(millisecondsPerMiB: readMilliseconds - socketMillisecondsPerMiB) }
 
     /// MiB/s that `cores` allow for work costing `millisecondsPerMiB`.

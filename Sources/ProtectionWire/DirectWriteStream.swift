@@ -11,10 +11,6 @@
 public enum DirectWriteStream {
     /// Bytes every frame starts with: length, type, request id.
     public static let prefixByteCount = Frame.prefixByteCount
-    /// Bytes before a chunk's content.
-    public static let chunkHeaderByteCount = prefixByteCount + 4
-    /// Bytes of the end frame.
-    public static let endByteCount = prefixByteCount + 8
 
     /// One frame's start, as read by the daemon.
     public enum Header: Equatable, Sendable {

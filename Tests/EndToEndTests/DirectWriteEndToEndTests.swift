@@ -131,6 +131,23 @@ struct DirectWriteEndToEndTests {
         #expect(try await EndToEnd.eventually { try daemon.writeTemporaries().isEmpty })
     }
 
+    @Test("with every connection taken, a large write goes on the client's own connection")
+    func fallBackWhenConnectionsAreTaken() async throws {
+        // One connection, and the 8 kept for administrators (tests run as
+        // an administrator): the client's and 8 raw ones take them all.
+        let daemon = try DaemonProcess(extraArguments: ["--limits-max-connections", "1"])
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let others = try (0..<8).map { _ in
+            let raw = try RawConnection(path: daemon.socketPath)
+            try raw.handshake()
+            return raw
+        }
+        let content = Self.content(2 * Self.chunk + 1, seed: 11)
+        #expect(try await client.file("crowded").write(content, protection: .none) == UInt64(content.count))
+        #expect(try await client.file("crowded").read() == content)
+        for raw in others { raw.close() }
+    }
+
     @Test("a lock during a class A direct write answers protectedDataUnavailable at the next batch; the old content stays")
     func lockInvalidatesClassA() async throws {
         let (daemon, client) = try await EndToEnd.daemonWithPasscode(grace: 0)

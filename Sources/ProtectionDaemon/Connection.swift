@@ -159,9 +159,7 @@ final class Connection {
             try await context.lockController.erase(by: peer)
             return .ok
         case .writeBegin(let name, let protection, let durable):
-            guard writes[id] == nil else { throw ProtocolViolation("request id \(id) already has a write in progress") }
-            // An id whose earlier write failed may be used again.
-            answeredWrites.remove(id)
+            try claimWriteID(id)
             do {
                 try ensureRoomForAnotherFile()
                 writes[id] = try store.beginWrite(to: try FileName(name), in: namespace, protection: protection,
@@ -286,8 +284,7 @@ final class Connection {
     /// go-ahead; answered with the size, or an error as soon as it fails.
     private func directWrite(to name: FileName, protection: ProtectionClass, durable: Bool, id: UInt32)
         async throws -> Response? {
-        guard writes[id] == nil else { throw ProtocolViolation("request id \(id) already has a write in progress") }
-        answeredWrites.remove(id)
+        try claimWriteID(id)
         guard DirectWrite.reserve() else {
             throw WireError(.tooManyConnections, "the daemon runs \(DirectWrite.maximumRunning) direct writes already; "
                             + "send this one with writeBegin")
@@ -357,6 +354,13 @@ final class Connection {
             throw WireError(.handleClosed, "no open handle \(number) on this connection")
         }
         return handle
+    }
+
+    /// Takes `id` for a new write: one with a write in progress is a
+    /// protocol violation; one whose earlier write failed may be used again.
+    private func claimWriteID(_ id: UInt32) throws {
+        guard writes[id] == nil else { throw ProtocolViolation("request id \(id) already has a write in progress") }
+        answeredWrites.remove(id)
     }
 
     /// Open handles and writes in progress each hold a file descriptor;

@@ -102,7 +102,6 @@ private struct Reader {
                     let total = DirectWriteStream.readBigEndian(try socket.read(count: 8), as: UInt64.self)
                     if failed { return .failed }
                     guard total == received else {
-                        pending.abort()
                         throw ProtocolViolation("the client sent \(total) bytes of a direct write; the daemon read \(received)")
                     }
                     guard append(UnsafeRawBufferPointer(rebasing: batch[..<filled])) else { return .failed }
@@ -123,14 +122,13 @@ private struct Reader {
         }
     }
 
-    /// Appends `bytes`; on failure answers at once and returns false (the
-    /// write is then aborted, and what follows is read and dropped).
+    /// Appends `bytes`; on failure (which aborts the write) answers at once
+    /// and returns false, and what follows is read and dropped.
     private func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
         do {
             try pending.append(bytes)
             return true
         } catch {
-            pending.abort()
             answer(error)
             return false
         }

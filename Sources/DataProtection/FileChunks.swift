@@ -3,7 +3,11 @@
 /// Backpressure, not buffering: each iterator opens its own handle on the
 /// file (so it reads one consistent file even if the name is rewritten
 /// meanwhile) and keeps at most `readAhead` reads of `maximumChunkSize`
-/// bytes in flight. The next read is requested only when the consumer
+/// bytes in flight. The handle is opened on a connection of the
+/// iterator's own, read with a blocking socket (`DirectReadConnection`):
+/// waiting for a chunk blocks the calling thread. When the daemon has no
+/// room for another connection, the iterator reads on the client's shared
+/// connection instead. The next read is requested only when the consumer
 /// takes a chunk, so a slow consumer slows the transfer instead of filling
 /// memory, and other requests on the same client are never held up. The
 /// handle is closed at the end, on an error, or (in the background) when
@@ -28,11 +32,17 @@ public struct FileChunks: AsyncSequence, Sendable {
 
     /// Reads the chunks of one pass over the file.
     public struct Iterator: AsyncIteratorProtocol {
+        /// Where the reads go: a connection of the iterator's own, or a
+        /// handle on the shared connection.
+        private enum Reads {
+            case direct(ReadAhead<DirectReadConnection>)
+            case shared(ReadAhead<ProtectedFile.Handle>, ProtectedFile.Handle)
+        }
+
         private let file: ProtectedFile
         private let start: UInt64
         private let end: UInt64
-        private var handle: ProtectedFile.Handle?
-        private var reads: ReadAhead?
+        private var reads: Reads?
         private var finished = false
 
         init(file: ProtectedFile, start: UInt64, end: UInt64) {
@@ -45,12 +55,17 @@ public struct FileChunks: AsyncSequence, Sendable {
         public mutating func next() async throws(DataProtectionError) -> [UInt8]? {
             guard !finished else { return nil }
             do {
-                if reads == nil {
-                    let opened = try await file.open(.existing)
-                    handle = opened
-                    reads = ReadAhead(handle: opened, start: start, end: end)
+                if reads == nil { reads = try await open() }
+                let chunk: [UInt8]?
+                switch reads! {
+                case .direct(var ahead):
+                    chunk = try await ahead.next()
+                    reads = .direct(ahead)
+                case .shared(var ahead, let handle):
+                    chunk = try await ahead.next()
+                    reads = .shared(ahead, handle)
                 }
-                guard let chunk = try await reads!.next() else {
+                guard let chunk else {
                     await finish()
                     return nil
                 }
@@ -61,11 +76,22 @@ public struct FileChunks: AsyncSequence, Sendable {
             }
         }
 
+        private func open() async throws(DataProtectionError) -> Reads {
+            let client = file.client
+            if let direct = try DirectReadConnection.open(socketPath: client.socketPath, clientName: client.clientName,
+                                                          name: file.name) {
+                return .direct(ReadAhead(source: direct, start: start, end: end))
+            }
+            let handle = try await file.open(.existing)
+            return .shared(ReadAhead(source: handle, start: start, end: end), handle)
+        }
+
+        /// Lets go of the reads: a connection of the iterator's own closes
+        /// (and its handle with it), a shared connection's handle is closed.
         private mutating func finish() async {
             finished = true
+            if case .shared(_, let handle) = reads { await handle.close() }
             reads = nil
-            await handle?.close()
-            handle = nil
         }
     }
 }

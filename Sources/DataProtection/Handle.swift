@@ -49,7 +49,7 @@ extension ProtectedFile {
             // for what arrives: a count far past the end of the file (a
             // "read everything") costs no more than the file.
             let (end, overflow) = offset.addingReportingOverflow(UInt64(count))
-            var reads = ReadAhead(handle: self, start: offset, end: overflow ? .max : end)
+            var reads = ReadAhead(source: self, start: offset, end: overflow ? .max : end)
             var content: [UInt8] = []
             content.reserveCapacity(min(count, FileChunks.readAhead * connection.maximumChunkSize))
             while let piece = try await reads.next() { content.append(contentsOf: piece) }
@@ -130,23 +130,6 @@ extension ProtectedFile {
 
         // MARK: Helpers
 
-        /// Sends one `handleRead` of at most one chunk.
-        func submitRead(offset: UInt64, length: Int) async throws(DataProtectionError) -> PendingAnswer {
-            try checkOpen()
-            return try await connection.submit(.handleRead(handle: handle, offset: offset,
-                                                           length: UInt32(clamping: length)))
-        }
-
-        /// The bytes of a `handleRead` answer.
-        static func data(of answer: PendingAnswer) async throws(DataProtectionError) -> [UInt8] {
-            let frames = try await answer.frames()
-            guard case .data(let data) = frames.first else {
-                throw frames.first.map { DataProtectionError.unexpected($0, to: "handleRead") }
-                    ?? .protocolError("protd sent an empty answer to handleRead")
-            }
-            return Array(data.readableBytesView)
-        }
-
         private static func lastSize(of answers: [PendingAnswer], _ what: String) async throws(DataProtectionError) -> UInt64 {
             var size: UInt64 = 0
             for answer in answers {
@@ -160,10 +143,35 @@ extension ProtectedFile {
             return size
         }
 
-        private func checkOpen() throws(DataProtectionError) {
+        fileprivate func checkOpen() throws(DataProtectionError) {
             if closed.load(ordering: .acquiring) {
                 throw .handleClosed("the handle on \(name) was closed by this client")
             }
         }
     }
+}
+
+extension ProtectedFile.Handle: ChunkReads {
+    /// The largest piece one read returns: the connection's chunk.
+    var chunkSize: Int { connection.maximumChunkSize }
+
+    /// Sends one `handleRead` of at most one chunk.
+    func submitRead(offset: UInt64, length: Int) async throws(DataProtectionError) -> PendingAnswer {
+        try checkOpen()
+        return try await connection.submit(.handleRead(handle: handle, offset: offset,
+                                                       length: UInt32(clamping: length)))
+    }
+
+    /// The bytes of a `handleRead` answer.
+    func data(of answer: PendingAnswer) async throws(DataProtectionError) -> [UInt8] {
+        let frames = try await answer.frames()
+        guard case .data(let data) = frames.first else {
+            throw frames.first.map { DataProtectionError.unexpected($0, to: "handleRead") }
+                ?? .protocolError("protd sent an empty answer to handleRead")
+        }
+        return Array(data.readableBytesView)
+    }
+
+    /// Nothing to do: the shared connection drops an answer nobody waits for.
+    func discard(_ answer: PendingAnswer) async {}
 }

@@ -3,15 +3,17 @@ import Dispatch
 import Foundation
 import Glibc
 import ProtectionTestSupport
+import Synchronization
 import Testing
 
 /// The client library against a daemon whose chunk is smaller than the
 /// client's (PROTOCOL.md, section 8.1): a `data` answer that is shorter
 /// than asked but a whole multiple of 64 KiB is not the end of the file,
-/// and the client must ask again from right after it. protd always cuts
-/// at the chunk it announced, so the peer here is a script that announces
-/// the default frame limit and then answers every `handleRead` with at
-/// most 256 KiB.
+/// and the client must ask again from right after it, on the shared
+/// connection (`Handle.read`) and on a direct read's own (`readChunks`).
+/// protd always cuts at the chunk it announced, so the peer here is a
+/// script that announces the default frame limit and then answers every
+/// `handleRead` with at most 256 KiB.
 @Suite("Reads from a daemon that cuts chunks short")
 struct ShortChunkReadTests {
     /// 1.5 MiB and 1,000 bytes: several cut answers, then a short last one.
@@ -52,63 +54,78 @@ struct ShortChunkReadTests {
     }
 }
 
-/// A one-connection stand-in for protd that speaks just enough of the
-/// protocol (hello, open, handleRead, handleClose) and cuts every read.
+/// A stand-in for protd that speaks just enough of the protocol (hello,
+/// open, handleRead, handleClose) and cuts every read. It serves each
+/// connection on a thread of its own: the client's shared one, and those
+/// of its direct reads.
 private final class CuttingPeer: @unchecked Sendable {
     let path: String
     private let listener: Int32
-    private let done = DispatchSemaphore(value: 0)
+    private let served = DispatchGroup()
     /// `handleRead`s answered with fewer bytes than asked although the file had more.
-    private var cutAnswers = 0
+    private let cutAnswers = Mutex(0)
 
     init(path: String, size: Int, cut: Int, content: @escaping @Sendable (Range<Int>) -> [UInt8]) throws {
         self.path = path
         guard let listener = unixSocket(type: Int32(SOCK_STREAM.rawValue), path: path, bind) else {
             throw POSIXError(.EADDRINUSE)
         }
-        Glibc.listen(listener, 1)
+        Glibc.listen(listener, 8)
         self.listener = listener
         DispatchQueue.global().async { [self] in
-            defer { done.signal() }
-            let fd = accept(listener, nil, nil)
-            guard fd >= 0 else { return }
-            // Long enough for a client that connects slowly while the rest of
-            // the suite keeps both cores busy (seconds, at times), but bounded.
-            let connection = RawConnection(fd: fd, receiveTimeoutSeconds: 60)
-            defer { connection.close() }
-            while let frame = try? connection.readFrame() {
-                switch frame.type {
-                case 0x01: // hello: version 1, the default frame limit (512 KiB chunks)
-                    try? connection.send(type: 0x81, id: frame.id,
-                                         body: Self.bigEndian(UInt16(1)) + Self.bigEndian(UInt32(1_049_600))
-                                             + Self.bigEndian(getuid()) + Self.bigEndian(getgid()))
-                case 0x0B: // open: handle 1, class none, the size
-                    try? connection.send(type: 0x84, id: frame.id,
-                                         body: Self.bigEndian(UInt32(1)) + [4] + Self.bigEndian(UInt64(size)))
-                case 0x0C: // handleRead: handle, offset u64, length u32
-                    let offset = Int(frame.body[4..<12].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
-                    let length = Int(frame.body[12..<16].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-                    let count = max(0, min(length, cut, size - offset))
-                    if count < min(length, size - offset) { cutAnswers += 1 }
-                    try? connection.send(type: 0x87, id: frame.id,
-                                         body: Self.bigEndian(UInt32(count)) + content(offset..<(offset + count)))
-                case 0x11: // handleClose
-                    try? connection.send(type: 0x80, id: frame.id, body: [])
-                default:
-                    return
+            while true {
+                let fd = accept(listener, nil, nil)
+                guard fd >= 0 else { return }
+                served.enter()
+                DispatchQueue.global().async { [self] in
+                    defer { served.leave() }
+                    serve(fd, size: size, cut: cut, content: content)
                 }
             }
         }
     }
 
+    private func serve(_ fd: Int32, size: Int, cut: Int, content: (Range<Int>) -> [UInt8]) {
+        // Long enough for a client that connects slowly while the rest of
+        // the suite keeps both cores busy (seconds, at times), but bounded.
+        let connection = RawConnection(fd: fd, receiveTimeoutSeconds: 60)
+        defer { connection.close() }
+        while let frame = try? connection.readFrame() {
+            switch frame.type {
+            case 0x01: // hello: version 1, the default frame limit (512 KiB chunks)
+                try? connection.send(type: 0x81, id: frame.id,
+                                     body: Self.bigEndian(UInt16(1)) + Self.bigEndian(UInt32(1_049_600))
+                                         + Self.bigEndian(getuid()) + Self.bigEndian(getgid()))
+            case 0x0B: // open: handle 1, class none, the size
+                try? connection.send(type: 0x84, id: frame.id,
+                                     body: Self.bigEndian(UInt32(1)) + [4] + Self.bigEndian(UInt64(size)))
+            case 0x0C: // handleRead: handle, offset u64, length u32
+                let offset = Int(frame.body[4..<12].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+                let length = Int(frame.body[12..<16].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+                let count = max(0, min(length, cut, size - offset))
+                if count < min(length, size - offset) { cutAnswers.withLock { $0 += 1 } }
+                try? connection.send(type: 0x87, id: frame.id,
+                                     body: Self.bigEndian(UInt32(count)) + content(offset..<(offset + count)))
+            case 0x11: // handleClose
+                try? connection.send(type: 0x80, id: frame.id, body: [])
+            default:
+                return
+            }
+        }
+    }
+
     /// Waits (off the cooperative pool, at most 90 s) for the client to
-    /// hang up; returns how many answers were cut, or nil on a timeout.
+    /// hang up every connection; returns how many answers were cut, or nil
+    /// on a timeout.
     func finish() async -> Int? {
         let ended = await withCheckedContinuation { finished in
-            DispatchQueue.global().async { [done] in finished.resume(returning: done.wait(timeout: .now() + 90) == .success) }
+            DispatchQueue.global().async { [served] in
+                finished.resume(returning: served.wait(timeout: .now() + 90) == .success)
+            }
         }
+        shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
-        return ended ? cutAnswers : nil
+        return ended ? cutAnswers.withLock { $0 } : nil
     }
 
     private static func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {

@@ -6,8 +6,8 @@
 /// bytes in flight. The handle is opened on a connection of the
 /// iterator's own, read with a blocking socket (`DirectReadConnection`):
 /// waiting for a chunk blocks the calling thread. When the daemon has no
-/// room for another connection, the iterator reads on the client's shared
-/// connection instead. The next read is requested only when the consumer
+/// room for another connection, or none can be made, the iterator reads on
+/// the client's shared connection instead. The next read is requested only when the consumer
 /// takes a chunk, so a slow consumer slows the transfer instead of filling
 /// memory, and other requests on the same client are never held up. The
 /// handle is closed at the end, on an error, or (in the background) when
@@ -76,11 +76,19 @@ public struct FileChunks: AsyncSequence, Sendable {
             }
         }
 
+        /// A connection of the iterator's own; the shared connection when
+        /// the daemon has no room for one or none can be made (no
+        /// descriptor left, the socket's path removed), where the open
+        /// fails in turn if the daemon is really gone.
         private func open() async throws(DataProtectionError) -> Reads {
             let client = file.client
-            if let direct = try DirectReadConnection.open(socketPath: client.socketPath, clientName: client.clientName,
-                                                          name: file.name) {
-                return .direct(ReadAhead(source: direct, start: start, end: end))
+            do {
+                if let direct = try DirectReadConnection.open(socketPath: client.socketPath,
+                                                              clientName: client.clientName, name: file.name) {
+                    return .direct(ReadAhead(source: direct, start: start, end: end))
+                }
+            } catch .daemonUnavailable(_) {
+                // Read on the shared connection below.
             }
             let handle = try await file.open(.existing)
             return .shared(ReadAhead(source: handle, start: start, end: end), handle)

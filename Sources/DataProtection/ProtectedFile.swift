@@ -117,11 +117,17 @@ public struct ProtectedFile: Sendable {
     }
 
     /// A direct write of this file on a connection of its own; nil when the
-    /// daemon refuses one (the write then goes on the shared connection).
+    /// daemon refuses one or no connection can be made (no descriptor left,
+    /// the socket's path removed): the write then goes on the shared
+    /// connection, which fails in turn if the daemon is really gone.
     private func beginDirectWrite(protection: ProtectionClass, durable: Bool)
         throws(DataProtectionError) -> DirectWriteConnection? {
-        try DirectWriteConnection.begin(socketPath: client.socketPath, clientName: client.clientName, name: name,
-                                        protection: protection, durable: durable)
+        do {
+            return try DirectWriteConnection.begin(socketPath: client.socketPath, clientName: client.clientName,
+                                                   name: name, protection: protection, durable: durable)
+        } catch .daemonUnavailable(_) {
+            return nil
+        }
     }
 
     /// A streamed write on the client's shared connection (`WriteSession`):

@@ -67,6 +67,21 @@ struct DirectReadEndToEndTests {
         for raw in others { raw.close() }
     }
 
+    @Test("with no new connection possible (the socket's path removed), large writes and readChunks go on the shared connection")
+    func fallBackWhenNoConnectionCanBeMade() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(await Self.open(daemon, 1))
+        let opened = Self.connections(daemon).opened
+        try FileManager.default.removeItem(atPath: daemon.socketPath)
+        let content = DirectWriteEndToEndTests.content(3 * Self.chunk + 5, seed: 8)
+        #expect(try await client.file("unlinked").write(content, protection: .none) == UInt64(content.count))
+        var streamed: [UInt8] = []
+        for try await piece in client.file("unlinked").readChunks() { streamed += piece }
+        #expect(streamed == content)
+        #expect(Self.connections(daemon).opened == opened, "no connection was made after the shared one")
+    }
+
     @Test("a lock during a class A readChunks fails it with protectedDataUnavailable before its end")
     func lockStopsClassA() async throws {
         let (daemon, client) = try await EndToEnd.daemonWithPasscode(grace: 0)

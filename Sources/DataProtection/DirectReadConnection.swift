@@ -6,9 +6,10 @@ internal import ProtectionWire
 /// sends `handleRead`s as the shared connection would, but each chunk's
 /// content goes from the socket straight into the array handed out, with
 /// none of NIO's buffers and hand-offs between threads: through the shared
-/// connection the client spent about 0.3 ms of CPU per MiB and the read
-/// ran at about two thirds of this (docs/DESIGN.md, Reads). Reading blocks
-/// the calling thread while the daemon catches up.
+/// connection the client spent 0.2-0.35 ms of CPU per MiB against
+/// 0.12-0.14 here, and read at about two thirds of the speed
+/// (docs/DESIGN.md, Reads). Reading blocks the calling thread while the
+/// daemon catches up.
 final class DirectReadConnection {
     private let socket: BlockingSocket
     private let handle: UInt32

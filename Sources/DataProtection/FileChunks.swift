@@ -7,11 +7,12 @@
 /// iterator's own, read with a blocking socket (`DirectReadConnection`):
 /// waiting for a chunk blocks the calling thread. When the daemon has no
 /// room for another connection, or none can be made, the iterator reads on
-/// the client's shared connection instead. The next read is requested only when the consumer
-/// takes a chunk, so a slow consumer slows the transfer instead of filling
-/// memory, and other requests on the same client are never held up. The
-/// handle is closed at the end, on an error, or (in the background) when
-/// the iterator is dropped early. If the device locks while a `.complete`
+/// the client's shared connection instead. The next read is requested
+/// only when the consumer takes a chunk, so a slow consumer slows the
+/// transfer instead of filling memory, and other requests on the same
+/// client are never held up. The handle (with its connection, when it has
+/// one of its own) is closed at the end, on an error, or when the iterator
+/// is dropped early (in the background, on the shared connection). If the device locks while a `.complete`
 /// file is being read, the next chunk fails with `.protectedDataUnavailable`.
 public struct FileChunks: AsyncSequence, Sendable {
     /// Pieces of the content, in order; each at most `maximumChunkSize` bytes.

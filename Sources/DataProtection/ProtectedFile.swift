@@ -72,8 +72,9 @@ public struct ProtectedFile: Sendable {
     /// straight from the source's elements with one system call, and the
     /// daemon reads it straight into its batches; sending blocks the
     /// calling thread while the daemon catches up. When the daemon refuses
-    /// a direct write (it runs as many as it allows, or predates them), the
-    /// write goes on the shared connection instead, where at most a few
+    /// a direct write (it runs as many as it allows, or predates them), or
+    /// no connection can be made for it, the write goes on the shared
+    /// connection instead, where at most a few
     /// chunks are on their way at a time (their elements stay alive until
     /// the socket has their bytes).
     /// Either way a chunk that spans elements is gathered in a buffer of

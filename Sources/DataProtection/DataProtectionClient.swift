@@ -40,7 +40,7 @@ public final class DataProtectionClient: Sendable {
 
     let connection: Connection
     let subscription = Subscription()
-    /// The name given to `connect`, for the connections of direct writes.
+    /// The name given to `connect`, for the connections of direct writes and reads.
     let clientName: String
 
     private init(socketPath: String, clientName: String, connection: Connection) {

@@ -74,11 +74,10 @@ public struct ProtectedFile: Sendable {
     /// calling thread while the daemon catches up. When the daemon refuses
     /// a direct write (it runs as many as it allows, or predates them), or
     /// no connection can be made for it, the write goes on the shared
-    /// connection instead, where at most a few
-    /// chunks are on their way at a time (their elements stay alive until
-    /// the socket has their bytes).
-    /// Either way a chunk that spans elements is gathered in a buffer of
-    /// the write's own.
+    /// connection instead, where at most a few chunks are on their way at
+    /// a time (their elements stay alive until the socket has their
+    /// bytes). Either way a chunk that spans elements is gathered in a
+    /// buffer of the write's own.
     ///
     /// If the source throws, the write is abandoned (the old content stays)
     /// and the source's error is rethrown; every other failure is a

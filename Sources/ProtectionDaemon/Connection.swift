@@ -324,28 +324,65 @@ final class Connection {
 
     /// Streams `length` bytes from `offset` as data chunks, then `end`.
     private func streamRead(name: String, offset: UInt64, length: UInt64, id: UInt32) async throws {
-        let handle = try context.store.open(try FileName(name), in: namespace, mode: .existing)
-        defer { handle.close() }
+        let store = context.store
+        let fileName = try FileName(name)
         var position = try Self.offset(offset)
         var remaining = length
-        while remaining > 0 {
-            let wanted = Int(min(remaining, UInt64(chunkSize)))
-            let (frame, count) = try Self.dataFrame(reading: handle, at: position, count: wanted, chunk: true, id: id)
-            if count == 0 { break }
+        // Opening the file, its first chunk and, when that is all of it,
+        // closing it (which wipes its key) are one burst of key work: a
+        // small file's read changes the keys' page protection once, not
+        // three times (docs/DESIGN.md, Guarded memory).
+        let (handle, first) = try store.withKeyMemoryOpen {
+            let handle = try store.open(fileName, in: namespace, mode: .existing)
+            do {
+                let first = try nextChunk(of: handle, at: position, remaining: remaining, id: id)
+                if first?.last ?? true { handle.close() }
+                return (handle, first)
+            } catch {
+                handle.close()
+                throw error
+            }
+        }
+        defer { handle.close() }
+        var chunk = first
+        while let (frame, count, last) = chunk {
+            if last {
+                // The end goes out with the last chunk, in one write: a small
+                // file's whole answer is one hand-off to the event loop.
+                try await outbound.write(contentsOf: [frame, Response.end.frame(requestID: id)])
+                return
+            }
             try await outbound.write(frame)
             position += count
             remaining -= UInt64(count)
+            chunk = try nextChunk(of: handle, at: position, remaining: remaining, id: id)
         }
         try await send(.end, id: id)
     }
 
+    /// The next chunk of a streamed read, at most `remaining` bytes from
+    /// `position`; nil when there is nothing more. `last` when it ends the
+    /// read: it reached `remaining`, or came short (the end of the file).
+    private func nextChunk(of handle: ProtectedFileHandle, at position: Int, remaining: UInt64,
+                           id: UInt32) throws -> (frame: Frame, count: Int, last: Bool)? {
+        guard remaining > 0 else { return nil }
+        let wanted = Int(min(remaining, UInt64(chunkSize)))
+        let (frame, count) = try Self.dataFrame(reading: handle, at: position, count: wanted, chunk: true, id: id)
+        guard count > 0 else { return nil }
+        return (frame, count, count < wanted || UInt64(count) == remaining)
+    }
+
     /// A data frame holding up to `count` bytes of `handle` from `offset`,
     /// decrypted straight into the frame; also how many bytes it holds.
+    /// The frame is sized to what the file holds from `offset`, so a small
+    /// file's answer does not take a whole chunk of memory (which the
+    /// allocator took from the system and gave back on every read).
     private static func dataFrame(
         reading handle: ProtectedFileHandle, at offset: Int, count: Int, chunk: Bool, id: UInt32
     ) throws -> (frame: Frame, count: Int) {
-        try Response.dataFrame(chunk: chunk, requestID: id, capacity: count) { buffer in
-            try handle.read(offset: offset, count: count, into: buffer)
+        let available = min(count, max(0, try handle.size() - offset))
+        return try Response.dataFrame(chunk: chunk, requestID: id, capacity: available) { buffer in
+            try handle.read(offset: offset, count: available, into: buffer)
         }
     }
 

@@ -190,6 +190,13 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
     /// benchmark hook; never shows any bytes).
     package static var slabStatistics: GuardedSlabStatistics { GuardedSlabAllocator.shared.statistics }
 
+    #if DEBUG
+    /// How many times the calling thread changed the page protection of
+    /// guarded memory (`mprotect`), in every slab and region. Debug builds
+    /// only: a test hook.
+    package static var protectionChangesOnThisThread: Int { ThreadProtectionChanges.count }
+    #endif
+
     /// Constant-time equality of two secrets of the same length.
     public func constantTimeEquals(_ other: SecretBytes) throws -> Bool {
         guard count == other.count else { return false }

@@ -94,6 +94,48 @@ struct StreamingEndToEndTests {
         await second.close()
     }
 
+    @Test("whole and ranged reads are exact at the edges: empty, one byte, one chunk, a chunk and a byte; ranges at, past and beyond the end")
+    func readsAtTheEdges() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let chunk = client.maximumChunkSize
+        for size in [0, 1, 4096, chunk, chunk + 1] {
+            let content = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+            let file = client.file("edge-\(size)")
+            try await file.write(content, protection: .completeUntilFirstUserAuthentication, durable: false)
+            #expect(try await file.read() == content, "size \(size)")
+            let end = UInt64(size)
+            #expect(try await file.read(range: 0..<end) == content, "size \(size)")
+            #expect(try await file.read(range: 0..<(end + 10)) == content, "size \(size)")
+            #expect(try await file.read(range: end..<(end + 10)) == [], "size \(size)")
+            #expect(try await file.read(range: (end + 5)..<(end + 10)) == [], "size \(size)")
+            if size > 1 {
+                #expect(try await file.read(range: 1..<(end - 1)) == Array(content[1..<(size - 1)]), "size \(size)")
+            }
+            let handle = try await file.open()
+            #expect(try await handle.read(offset: end, count: 10) == [], "size \(size)")
+            await handle.close()
+        }
+        // On the wire: a file within one chunk is one chunk, then the end;
+        // an empty one only the end.
+        let raw = try RawConnection(path: daemon.socketPath)
+        defer { raw.close() }
+        try raw.handshake()
+        for (name, expected) in [("edge-4096", [4096]), ("edge-0", [])] {
+            try raw.send(type: 0x0A, id: 2, body: [0, UInt8(name.utf8.count)] + Array(name.utf8)
+                             + [UInt8](repeating: 0, count: 8) + [UInt8](repeating: 0xFF, count: 8))
+            var chunks: [Int] = []
+            var last: UInt8?
+            while let frame = try raw.readFrame() {
+                last = frame.type
+                guard frame.type == 0x88 else { break }
+                chunks.append(frame.body.count - 4)
+            }
+            #expect(chunks == expected, "\(name)")
+            #expect(last == 0x89, "\(name): the answer ends with end")
+        }
+    }
+
     @Test("a handle's writes and appends longer than a chunk go out in chunks and land whole, at their offsets")
     func handleWritesAcrossChunks() async throws {
         let daemon = try DaemonProcess()

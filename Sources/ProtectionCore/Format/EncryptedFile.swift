@@ -58,21 +58,26 @@ final class EncryptedFile {
     /// the header tag and the final segment, so the size is authenticated.
     static func open(fd: Int32, path: String, keys: ClassKeys) throws -> EncryptedFile {
         let header = try readHeader(fd: fd, path: path)
-        let key = try FileKey.unwrap(header, keys: keys)
-        let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
-        guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
-            key.wipe()
-            throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
+        // One burst of key work (`ClassKeys.withMemoryOpen`): unwrapping the
+        // file key and opening the last segment with it change the page
+        // protection of the keys' slab once, not twice.
+        return try keys.withMemoryOpen(for: header.protection) {
+            let key = try FileKey.unwrap(header, keys: keys)
+            let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
+            guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
+                key.wipe()
+                throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
+            }
+            let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: size)
+            defer { file.releaseBuffers() }
+            do {
+                _ = try file.readAndOpen(index: layout.lastIndex(forSize: size))
+            } catch {
+                file.abandon()
+                throw error
+            }
+            return file
         }
-        let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: size)
-        defer { file.releaseBuffers() }
-        do {
-            _ = try file.readAndOpen(index: layout.lastIndex(forSize: size))
-        } catch {
-            file.abandon()
-            throw error
-        }
-        return file
     }
 
     /// Reads and parses the header of the file in `fd` without any key.

@@ -284,7 +284,10 @@ public final class ProtectedStore: Sendable {
     /// unwrap the file key, even when another handle has it open; creating
     /// one needs only the key that wraps (the public key for class B).
     public func open(_ name: FileName, in namespace: Namespace, mode: OpenMode) throws -> ProtectedFileHandle {
-        let path = try files.pathCreatingParents(for: name, in: namespace)
+        // Only a create makes the name's parent directories: opening an
+        // existing file leaves the tree as it is (and costs no mkdir).
+        let path = mode == .existing ? try files.path(for: name, in: namespace)
+                                     : try files.pathCreatingParents(for: name, in: namespace)
         let exists = Posix.exists(path)
         let fd: Int32
         let protection: ProtectionClass?
@@ -373,6 +376,16 @@ public final class ProtectedStore: Sendable {
     }
 
     // MARK: - Internals
+
+    /// Runs `body` with the class keys' guarded memory held open
+    /// (`SecretBytes.withMemoryOpen`), for a burst of key work that spans
+    /// several calls: opening a file, reading it and closing it (the close
+    /// wipes its key). File keys share the class keys' slab while it has
+    /// room (1,023 keys), so the burst changes page protection once. Keep
+    /// `body` to key work and its file I/O; never wait in it.
+    public func withKeyMemoryOpen<R>(_ body: () throws -> R) rethrows -> R {
+        try currentKeys().d.withMemoryOpen(body)
+    }
 
     private func currentKeys() -> ClassKeys {
         state.withLock { $0.keyBag.keys }

@@ -161,8 +161,14 @@ struct OperationsEndToEndTests {
         let logPath = daemon.directory.appending("activation.log")
         let process = try SpawnedProcess([try #require(Self.socketActivate), "-l", activated,
                                           DaemonProcess.binaryPath, "--config", daemon.configPath], logPath: logPath)
-        #expect(await EndToEnd.eventually { FileManager.default.fileExists(atPath: activated) })
-        let client = try await DataProtectionClient.connect(socketPath: activated)
+        // The socket's file appears at its bind, a moment before it listens
+        // (a connect then is refused): so wait for a connection, not the file.
+        var connected: DataProtectionClient?
+        #expect(await EndToEnd.eventually {
+            connected = try? await DataProtectionClient.connect(socketPath: activated)
+            return connected != nil
+        })
+        let client = try #require(connected)
         #expect(try await client.status().state == .unlocked)
         try await client.file("via-activation").write([1, 2, 3], protection: .none)
         #expect(try await client.file("via-activation").read() == [1, 2, 3])

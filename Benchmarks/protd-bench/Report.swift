@@ -31,6 +31,8 @@ final class Report {
     }
 
     func skip(_ reason: String) {
+        // A peer that cannot run is skipped by every row that uses it: say so once.
+        guard !skipped.contains(reason) else { return }
         skipped.append(reason)
         print("skipped: \(reason)")
     }

@@ -60,25 +60,28 @@ struct SmallFilesWorkload {
             report.add(Row(workload: label, measure: "protd write", unit: "files/s", sample: writeRate, target: target,
                            met: target.isEmpty ? nil : writeRate.median >= 0.8 * plain.write.median))
             report.add(Row(workload: label, measure: "protd read", unit: "files/s", sample: readRate))
-            if clients == 8 && !durable {
-                try compareWithGocryptfs(label: label, protd: (writeRate.median, readRate.median), content: content)
-            }
+            try compareWithGocryptfs(label: label, in: directory, clients: clients, durable: durable,
+                                     protd: (writeRate.median, readRate.median), content: content)
         }
     }
 
-    /// The same 8-thread small-file load on gocryptfs; the target (1.5x its
-    /// operations per second) is checked on the writes and on the reads.
-    private func compareWithGocryptfs(label: String, protd: (write: Double, read: Double), content: [UInt8]) throws {
-        guard let mount = GocryptfsMount.mountOrSkip(in: options.dir, report: report, what: "small files on gocryptfs") else {
+    /// The same load on gocryptfs, mounted in `directory`, as a baseline
+    /// for every row; the target (1.5x its operations per second) is
+    /// checked with 8 clients without fsync, on the writes and the reads.
+    private func compareWithGocryptfs(label: String, in directory: String, clients: Int, durable: Bool,
+                                      protd: (write: Double, read: Double), content: [UInt8]) throws {
+        guard let mount = GocryptfsMount.mountOrSkip(in: directory, report: report, what: "small files on gocryptfs") else {
             return
         }
         defer { mount.unmount() }
-        let peer = try plainFiles(base: mount.mountPoint + "/small", content: content, threads: 8, durable: false)
+        let peer = try plainFiles(base: mount.mountPoint + "/small", content: content, threads: clients, durable: durable)
         report.add(Row(workload: label, measure: "gocryptfs temp+rename write", unit: "files/s", sample: peer.write))
         report.add(Row(workload: label, measure: "gocryptfs read", unit: "files/s", sample: peer.read))
+        let targeted = clients == 8 && !durable
         for (operation, rate, peerRate) in [("write", protd.write, peer.write.median), ("read", protd.read, peer.read.median)] {
             report.add(Row(workload: label, measure: "protd \(operation) / gocryptfs \(operation)", unit: "x",
-                           sample: Sample(values: [rate / peerRate]), target: ">= 1.5x", met: rate / peerRate >= 1.5))
+                           sample: Sample(values: [rate / peerRate]), target: targeted ? ">= 1.5x" : "",
+                           met: targeted ? rate / peerRate >= 1.5 : nil))
         }
     }
 

@@ -199,7 +199,7 @@ struct LargeFileWorkload {
         let f = Report.format
         let socket = "moving it across the socket at \(f(costs.socketMillisecondsPerMiB)) ms of CPU per MiB"
         func explain(_ name: String, _ work: String, minimum: Double, alone: Double, target: Double,
-                     reached: Double, spent: CPUPerMiB, inProcess: Double) {
+                     reached: Double, spent: CPUPerMiB, inProcess: Double, why: String = "") {
             let bound = costs.throughput(millisecondsPerMiB: minimum)
             // The parts are measured each alone; together they can cost less.
             let passed = reached > bound
@@ -216,7 +216,7 @@ struct LargeFileWorkload {
                          + "and daemon (\(f(alone)) without the socket). The target asks \(f(target)) "
                          + "(\(f(100 * target / bound))% of that bound). protd's runs used \(f(spent.daemon)) ms of CPU "
                          + "per MiB in the daemon and \(f(spent.client)) in the client\(ownCap); the daemon's data path "
-                         + "in-process, with no socket, reaches \(f(inProcess)) MiB/s\(passed)")
+                         + "in-process, with no socket, reaches \(f(inProcess)) MiB/s\(passed)\(why)")
         }
         explain("large write", "sealing (\(cipher)) at \(f(costs.seal)) MiB/s per core, writing a new file at "
                 + "\(f(costs.plainWrite)) MiB/s (\(f(overwrite)) over pages already allocated)",
@@ -224,7 +224,10 @@ struct LargeFileWorkload {
                 reached: reached.write, spent: writeCPU, inProcess: storeWrite)
         explain("large read", "opening (\(cipher)) at \(f(costs.open)) MiB/s per core, reading at \(f(costs.plainRead)) MiB/s",
                 minimum: costs.readMilliseconds, alone: costs.readWithoutSocket, target: targetRead,
-                reached: reached.read, spent: readCPU, inProcess: storeRead)
+                reached: reached.read, spent: readCPU, inProcess: storeRead,
+                why: ". protd cannot do without the socket: the daemon keeps the keys, so every byte it opens must "
+                    + "cross to the client; a ring of shared memory in its place (docs/DESIGN.md, Reads) came near the "
+                    + "target only by letting the client see plaintext before its tag is checked")
         return (costs.throughput(millisecondsPerMiB: costs.writeMilliseconds),
                 costs.throughput(millisecondsPerMiB: costs.readMilliseconds))
     }

@@ -157,7 +157,7 @@ struct LargeFileWorkload {
         async throws {
         for other in ContentCipher.allCases where other != preferred {
             guard other.isAvailable else {
-                report.skip("protd with \(other): it needs \(other.requirement), which this machine lacks")
+                report.skip("protd with \(other): it needs \(other.unmetRequirement ?? "what this machine lacks")")
                 continue
             }
             try await otherCipherThroughProtd(other, preferred: preferred, run: run, content: content, chunks: chunks)

@@ -4,9 +4,9 @@
 #include <sodium.h>
 
 /* AEGIS-256 arrived in libsodium 1.0.19 (library version 26.1); Debian 12's
-   1.0.18 (make SODIUM=system) lacks it. These wrappers let protd build
-   against either: without it they fail, and protd_aegis256_compiled_in says
-   so, so no file is ever sealed or opened with it there. */
+   1.0.18 lacks it. These wrappers let protd build against either: without
+   it they fail, and protd_aegis256_compiled_in says so, so no file is ever
+   sealed or opened with it there. */
 #if SODIUM_LIBRARY_VERSION_MAJOR > 26 || (SODIUM_LIBRARY_VERSION_MAJOR == 26 && SODIUM_LIBRARY_VERSION_MINOR >= 1)
 #define PROTD_HAS_AEGIS256 1
 #else

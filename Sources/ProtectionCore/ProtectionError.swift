@@ -32,7 +32,8 @@ public struct ProtectionError: Error, Sendable, Equatable, CustomStringConvertib
         /// The operating system refused an I/O operation (disk full...).
         case ioFailure
         /// The file's content cipher cannot run here (AES-256-GCM or
-        /// AEGIS-256 on a CPU without AES-NI); the file itself is intact.
+        /// AEGIS-256 on a CPU without AES-NI, AEGIS-256 with a libsodium
+        /// older than 1.0.19); the file itself is intact.
         case cipherUnavailable
     }
 
@@ -75,10 +76,11 @@ extension ProtectionError {
         ProtectionError(.protectedDataUnavailable, "\(name) was closed by a lock or erase while it was being opened; try again")
     }
 
-    /// `cipher` cannot run on this CPU; `subject` is what needs it, and
-    /// `advice` what to do instead.
+    /// `cipher` cannot run here (this CPU or the linked libsodium lacks
+    /// it); `subject` is what needs it, and `advice` what to do instead.
     static func cipherUnavailable(_ cipher: ContentCipher, for subject: String, _ advice: String) -> ProtectionError {
-        ProtectionError(.cipherUnavailable, "\(subject) \(cipher) needs \(cipher.requirement), which this machine lacks; \(advice)")
+        let missing = cipher.unmetRequirement ?? "what this machine lacks"
+        return ProtectionError(.cipherUnavailable, "\(subject) \(cipher) needs \(missing); \(advice)")
     }
 
     static func integrity(_ detail: String) -> ProtectionError {

@@ -6,7 +6,7 @@ internal import CSodium
 /// about three times as fast as AES-256-GCM on a CPU with AES instructions
 /// and needs no per-message subkey: its nonce is long enough on its own.
 ///
-/// libsodium has it from 1.0.19; protd uses it only where the CPU has AES
+/// libsodium has it from 1.0.19 (Debian 12 ships 1.0.18); protd uses it only where the CPU has AES
 /// instructions (AES-NI, ARMv8's crypto extensions; `isAvailable`), as for
 /// AES-256-GCM: libsodium would otherwise fall back to AES in software.
 /// Elsewhere, and with a libsodium that lacks it, every call throws
@@ -22,6 +22,13 @@ public enum AEGIS256: RandomNonceAEAD {
     /// Stack bytes zeroed after each call: libsodium's AEGIS-256 frames
     /// (state, two 32-byte blocks, the tag) take well under half of it.
     private static let stackUsed = 2048
+
+    /// The first libsodium release with AEGIS-256.
+    public static let minimumLibsodiumVersion = "1.0.19"
+
+    /// Whether the libsodium protd was built against has AEGIS-256 (decided
+    /// at build time by the C shim, never by a link error).
+    public static var isInLinkedLibsodium: Bool { protd_aegis256_compiled_in() == 1 }
 
     /// Whether this libsodium has AEGIS-256 and this CPU has AES instructions.
     public static var isAvailable: Bool {
@@ -66,9 +73,9 @@ public enum AEGIS256: RandomNonceAEAD {
 
     private static func checkAvailable() throws {
         guard isAvailable else {
-            throw SodiumError(.unsupportedCPU, protd_aegis256_compiled_in() == 1
+            throw SodiumError(.unsupportedCPU, isInLinkedLibsodium
                 ? "\(name) needs a CPU with AES instructions; this one lacks them"
-                : "\(name) needs libsodium 1.0.19 or later; this one is \(SodiumRuntime.version)")
+                : "\(name) needs libsodium \(minimumLibsodiumVersion) or later; this one is \(SodiumRuntime.version)")
         }
     }
 }

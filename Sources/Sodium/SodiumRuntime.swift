@@ -5,8 +5,8 @@ public enum SodiumRuntime {
     /// Evaluated lazily and thread-safely by Swift's global initialisation.
     private static let initialisation: Int32 = sodium_init()
 
-    /// The version of the libsodium linked in, e.g. "1.0.20" (built from
-    /// source by `make`) or "1.0.18" (Debian's, with `make SODIUM=system`).
+    /// The version of the libsodium linked in (`sodium_version_string()`),
+    /// e.g. "1.0.18", Debian 12's.
     public static var version: String { String(cString: sodium_version_string()) }
 
     /// Makes sure libsodium is initialised; it fails only when the library

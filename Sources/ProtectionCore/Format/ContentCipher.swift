@@ -17,7 +17,8 @@ public enum ContentCipher: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     case aegis256 = 3
 
     /// What new files get when the configuration does not say: the fastest
-    /// this CPU and libsodium run, AEGIS-256, then AES-256-GCM, else
+    /// this CPU and the linked libsodium run: AEGIS-256 (libsodium 1.0.19 or
+    /// later and AES instructions), then AES-256-GCM (AES-NI), else
     /// XChaCha20-Poly1305 (docs/DESIGN.md, section Why).
     public static var preferred: ContentCipher {
         [.aegis256, .aes256GCM].first(where: \.isAvailable) ?? .xChaCha20Poly1305
@@ -32,13 +33,17 @@ public enum ContentCipher: UInt8, Sendable, CaseIterable, CustomStringConvertibl
         }
     }
 
-    /// What it needs beyond libsodium, for messages: e.g. `a CPU with AES-NI
-    /// and PCLMUL`.
-    public var requirement: String {
+    /// What running it needs that this machine or this build lacks, for
+    /// messages: e.g. `libsodium 1.0.19 or later (this protd links 1.0.18)`;
+    /// `nil` where it runs.
+    public var unmetRequirement: String? {
+        guard !isAvailable else { return nil }
         switch self {
-        case .xChaCha20Poly1305: "nothing"
-        case .aes256GCM: "a CPU with AES-NI and PCLMUL"
-        case .aegis256: "a CPU with AES instructions (AES-NI) and libsodium 1.0.19 or later"
+        case .xChaCha20Poly1305: return nil
+        case .aegis256 where !AEGIS256.isInLinkedLibsodium:
+            return "libsodium \(AEGIS256.minimumLibsodiumVersion) or later (this protd links \(SodiumRuntime.version))"
+        case .aegis256: return "a CPU with AES instructions (AES-NI), which this machine lacks"
+        case .aes256GCM: return "a CPU with AES-NI and PCLMUL, which this machine lacks"
         }
     }
 

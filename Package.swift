@@ -55,10 +55,6 @@ let package = Package(
             path: "Sources/CMallocTuning"
         ),
         .target(
-            name: "CFileSystemType",
-            path: "Sources/CFileSystemType"
-        ),
-        .target(
             name: "ProtectionWire",
             dependencies: [
                 "ProtectionCore",
@@ -79,7 +75,7 @@ let package = Package(
             name: "ProtectionDaemon",
             dependencies: [
                 "ProtectionCore", "ProtectionWire", "Sodium", "CPeerCredentials", "CProcessHardening", "CMallocTuning",
-                "CFileSystemType", "ProtectionConfiguration",
+                "ProtectionConfiguration",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

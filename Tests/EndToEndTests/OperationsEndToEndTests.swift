@@ -10,15 +10,6 @@ import Testing
 struct OperationsEndToEndTests {
     static let protctl = CommandRunner.builtProduct("protctl")
     static let isRoot = getuid() == 0
-    /// Whether a copy of protd can run from /dev/shm: a tmpfs, not noexec,
-    /// with room for two copies (containers often give it 64 MiB).
-    static var canRunFromDevShm: Bool {
-        guard let mount = MountTable.mount(of: "/dev/shm"), mount.type == "tmpfs", !mount.options.contains("noexec"),
-              let size = (try? FileManager.default.attributesOfItem(atPath: DaemonProcess.binaryPath))?[.size] as? Int,
-              let free = (try? FileManager.default.attributesOfFileSystem(forPath: "/dev/shm"))?[.systemFreeSize] as? Int
-        else { return false }
-        return free >= 2 * size
-    }
     static let systemdAnalyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }
@@ -109,46 +100,6 @@ struct OperationsEndToEndTests {
         }) else { return }
         let named = try CommandRunner.run(pkgConfig, ["--modversion", "libsodium"])
         #expect(named.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == SodiumRuntime.version)
-    }
-
-    @Test("protd checks how its executable is cached before it makes itself not dumpable, and serves either way")
-    func startChecksExecutablePageCache() async throws {
-        let daemon = try DaemonProcess()
-        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-        _ = try await client.status()
-        if MountTable.isInMemory(DaemonProcess.binaryPath) {
-            #expect(daemon.log.contains("whose pages cannot be dropped"), "\(daemon.log)")
-        } else {
-            let checked = daemon.log.contains("the executable's code faults in small folios")
-                || daemon.log.contains("dropped the executable's cached pages")
-            #expect(checked, "\(daemon.log)")
-            #expect(!daemon.log.contains("left the executable's cached pages as they are"), "\(daemon.log)")
-        }
-    }
-
-    @Test("an executable on tmpfs is left as it is, with the reason logged, and serves",
-          .enabled(if: canRunFromDevShm, "/dev/shm is not a tmpfs here, is mounted noexec, or lacks room for a copy of protd"))
-    func executableOnTmpfs() async throws {
-        let daemon = try DaemonProcess()
-        daemon.stop()
-        let directory = try TemporaryDirectory("executable", in: "/dev/shm")
-        defer { directory.remove() }
-        let copy = directory.appending("protd")
-        try FileManager.default.copyItem(atPath: DaemonProcess.binaryPath, toPath: copy)
-        // The launcher's script drops the usual binary's path and runs the copy with the same arguments.
-        daemon.launcher = ["/bin/sh", "-c", "shift; exec '\(copy)' \"$@\"", "sh"]
-        try daemon.start()
-        if Self.isRoot {
-            // The daemon is not dumpable, so only root may see which file it runs.
-            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon.pid)/exe") == copy)
-        }
-        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-        try await client.file("on-tmpfs").write([7], protection: .none)
-        #expect(try await client.file("on-tmpfs").read() == [7])
-        await client.close()
-        #expect(daemon.log.contains("left the executable's cached pages as they are"), "\(daemon.log)")
-        #expect(daemon.log.contains("the executable is on tmpfs, whose pages cannot be dropped"), "\(daemon.log)")
-        daemon.stop()
     }
 
     @Test("started by systemd-socket-activate with a listening socket passed in, protd serves on it",

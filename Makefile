@@ -77,11 +77,11 @@ release: deps
 manual: deps
 	$(SWIFT) package --scratch-path $(MANUAL_SCRATCH) generate-manual
 
-## Installs binaries, units, sysusers entry, /etc/protd/protd.yaml (kept if
+## Installs the binaries (stripped), units, sysusers entry, /etc/protd/protd.yaml (kept if
 ## present), the man page, shell completions and docs.
 install: release manual
-	install -Dm755 $(RELEASE_BIN)/protd $(DESTDIR)$(BINDIR)/protd
-	install -Dm755 $(RELEASE_BIN)/protctl $(DESTDIR)$(BINDIR)/protctl
+	install -s -Dm755 $(RELEASE_BIN)/protd $(DESTDIR)$(BINDIR)/protd
+	install -s -Dm755 $(RELEASE_BIN)/protctl $(DESTDIR)$(BINDIR)/protctl
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's|/usr/bin/protd|$(BINDIR)/protd|; s|/etc/protd/|$(SYSCONFDIR)/protd/|' systemd/protd.service > $(DESTDIR)$(UNITDIR)/protd.service
 	install -m644 systemd/protd.socket $(DESTDIR)$(UNITDIR)/protd.socket

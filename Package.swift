@@ -55,6 +55,10 @@ let package = Package(
             path: "Sources/CMallocTuning"
         ),
         .target(
+            name: "ProtectionVersion",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "ProtectionWire",
             dependencies: [
                 "ProtectionCore",
@@ -75,7 +79,7 @@ let package = Package(
             name: "ProtectionDaemon",
             dependencies: [
                 "ProtectionCore", "ProtectionWire", "Sodium", "CPeerCredentials", "CProcessHardening", "CMallocTuning",
-                "ProtectionConfiguration",
+                "ProtectionConfiguration", "ProtectionVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -105,7 +109,7 @@ let package = Package(
         .executableTarget(
             name: "protctl",
             dependencies: [
-                "DataProtection",
+                "DataProtection", "ProtectionVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -200,7 +204,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport", "Sodium"],
+            dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport", "ProtectionVersion", "Sodium"],
             swiftSettings: strictSettings
         ),
     ],

@@ -11,8 +11,12 @@ struct CommandLineCheck {
     /// The arguments without the program name.
     let arguments: [String]
 
-    /// Flags that are accepted and left to the caller (`--help`).
-    static let callerFlags: Set<String> = ["--help", "-h"]
+    /// Flags that ask for help.
+    static let helpFlags: Set<String> = ["--help", "-h"]
+    /// The flag that asks for the version.
+    static let versionFlag = "--version"
+    /// Flags that are accepted and left to the caller (`--help`, `--version`).
+    static let callerFlags: Set<String> = helpFlags.union([versionFlag])
 
     /// Takes the arguments after the program name
     /// (`CommandLine.arguments.dropFirst()`).
@@ -25,7 +29,10 @@ struct CommandLineCheck {
     var providerArguments: [String] { ["protd"] + arguments }
 
     /// Whether `--help` or `-h` was given.
-    var wantsHelp: Bool { arguments.contains { Self.callerFlags.contains($0) } }
+    var wantsHelp: Bool { arguments.contains { Self.helpFlags.contains($0) } }
+
+    /// Whether `--version` was given.
+    var wantsVersion: Bool { arguments.contains(Self.versionFlag) }
 
     /// Throws unless every argument belongs to a known flag, every
     /// single-value flag has exactly one value, and no key is given twice.

@@ -63,6 +63,11 @@ extension DaemonConfiguration {
         CommandLineCheck(arguments).wantsHelp
     }
 
+    /// Whether the arguments ask for the version (`--version`).
+    public static func wantsVersion(arguments: [String]) -> Bool {
+        CommandLineCheck(arguments).wantsVersion
+    }
+
     /// The file layer: a `FileProvider<YAMLSnapshot>` (YAML 1.2 is a superset
     /// of JSON, so JSON files load too), after checking the file exists so a
     /// missing file gets its own error, and refusing keys protd does not read.

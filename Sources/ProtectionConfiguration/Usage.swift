@@ -21,6 +21,8 @@ extension DaemonConfiguration {
         }
         lines.append("  --help, -h")
         lines.append("      Print this text and exit.")
+        lines.append("  --version")
+        lines.append("      Print the version, the libsodium linked and the cipher new files get here, and exit.")
         return lines.joined(separator: "\n") + "\n"
     }()
 }

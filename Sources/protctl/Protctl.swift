@@ -1,4 +1,5 @@
 import ArgumentParser
+import ProtectionVersion
 
 /// protctl: administer protd and use its files from scripts.
 @main
@@ -11,6 +12,7 @@ struct Protctl: AsyncParsableCommand {
             unreachable, 73 cannot write the read output, 75 protected data unavailable or rate-limited (retry later), 77 wrong \
             passcode or not permitted, 78 configuration error, 1 anything else.
             """,
+        version: "protctl \(ProtdVersion.current)",
         subcommands: [
             Status.self, Lock.self, Unlock.self, Passwd.self, Erase.self,
             Write.self, Read.self, List.self, Remove.self, Protection.self, Watch.self,

@@ -26,6 +26,10 @@ if DaemonConfiguration.wantsHelp(arguments: arguments) {
     print(DaemonConfiguration.usage)
     exit(0)
 }
+if DaemonConfiguration.wantsVersion(arguments: arguments) {
+    print(VersionLine.current)
+    exit(0)
+}
 
 let configuration: DaemonConfiguration
 do {

@@ -273,4 +273,12 @@ struct LoadingTests {
         #expect(!DaemonConfiguration.wantsHelp(arguments: ["--socket", "/x"]))
         #expect(try await load(["--help"]) == DaemonConfiguration())
     }
+
+    @Test("--version is recognised for the caller, is not help, and does not stop loading")
+    func version() async throws {
+        #expect(DaemonConfiguration.wantsVersion(arguments: ["--socket", "/x", "--version"]))
+        #expect(!DaemonConfiguration.wantsHelp(arguments: ["--version"]))
+        #expect(!DaemonConfiguration.wantsVersion(arguments: ["--help"]))
+        #expect(try await load(["--version"]) == DaemonConfiguration())
+    }
 }

@@ -15,6 +15,10 @@ let package = Package(
         .library(name: "DataProtection", targets: ["DataProtection"]),
         .library(name: "Sodium", targets: ["Sodium"]),
         .library(name: "ProtectionCore", targets: ["ProtectionCore"]),
+        // For the benchmarks (Benchmarks/Package.swift), which drive the
+        // wire and start daemons as the end-to-end tests do.
+        .library(name: "ProtectionWire", targets: ["ProtectionWire"]),
+        .library(name: "ProtectionTestSupport", targets: ["ProtectionTestSupport"]),
         .executable(name: "protd", targets: ["protd"]),
         .executable(name: "protctl", targets: ["protctl"]),
     ],
@@ -112,44 +116,6 @@ let package = Package(
                 "DataProtection", "ProtectionVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "protd-bench",
-            dependencies: [
-                "DataProtection", "ProtectionCore", "ProtectionWire", "Sodium", "CSodium", "ProtectionTestSupport",
-                "protd-bench-idle",
-                // Not linked for their code: the dependency makes building protd-bench build these helpers too.
-                "protd-bench-subscribers", "protd-bench-fscrypt",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Benchmarks/protd-bench",
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "protd-bench-subscribers",
-            dependencies: [
-                "DataProtection", "ProtectionTestSupport", "ProtectionWire",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Benchmarks/protd-bench-subscribers",
-            swiftSettings: strictSettings
-        ),
-        .executableTarget(
-            name: "protd-bench-fscrypt",
-            dependencies: ["CFscrypt", "ProtectionTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Benchmarks/protd-bench-fscrypt",
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "CFscrypt",
-            path: "Benchmarks/CFscrypt"
-        ),
-        .executableTarget(
-            name: "protd-bench-idle",
-            dependencies: [.product(name: "Configuration", package: "swift-configuration")],
-            path: "Benchmarks/protd-bench-idle",
             swiftSettings: strictSettings
         ),
         .target(

@@ -33,6 +33,7 @@ final class ProtdLargeFile: LargeFileRepetition {
     private let file: ProtectedFile
     private let content: [UInt8]
     private let chunks: Int
+    private let durable: Bool
     private let prepare: () throws -> Void
     private(set) var writeSeconds: [Double] = []
     private(set) var readSeconds: [Double] = []
@@ -41,12 +42,14 @@ final class ProtdLargeFile: LargeFileRepetition {
     private(set) var writeCPU: CPUAccount
     private(set) var readCPU: CPUAccount
 
-    /// `prepare` runs, untimed, before each write.
-    init(daemon: DaemonProcess, client: DataProtectionClient, content: [UInt8], chunks: Int,
+    /// `prepare` runs, untimed, before each write; `durable` is the write's
+    /// (the client's default is true).
+    init(daemon: DaemonProcess, client: DataProtectionClient, content: [UInt8], chunks: Int, durable: Bool = false,
          prepare: @escaping () throws -> Void) {
         self.daemon = daemon
         self.content = content
         self.chunks = chunks
+        self.durable = durable
         self.prepare = prepare
         file = client.file("large")
         writeCPU = CPUAccount(daemon: daemon.pid)
@@ -65,7 +68,7 @@ final class ProtdLargeFile: LargeFileRepetition {
             try await Stopwatch.time {
                 peaks.append(try await Memory.peakResidentMiB(pid: pid) {
                     try await file.write(contentsOf: RepeatedChunks(chunk: content, count: chunks),
-                                         protection: .completeUntilFirstUserAuthentication, durable: false)
+                                         protection: .completeUntilFirstUserAuthentication, durable: durable)
                 })
             }
         })
@@ -99,18 +102,22 @@ final class PlainLargeFile: LargeFileRepetition {
     private let content: [UInt8]
     private let chunks: Int
     private let timesOverwrite: Bool
+    private let durable: Bool
     private let prepare: () throws -> Void
     private var buffer: [UInt8]
     private(set) var writeSeconds: [Double] = []
     private(set) var overwriteSeconds: [Double] = []
     private(set) var readSeconds: [Double] = []
 
-    /// `prepare` runs, untimed, before each new file's write.
-    init(path: String, content: [UInt8], chunks: Int, overwrite: Bool = false, prepare: @escaping () throws -> Void) {
+    /// `prepare` runs, untimed, before each new file's write; with
+    /// `durable` each write ends with fsync.
+    init(path: String, content: [UInt8], chunks: Int, overwrite: Bool = false, durable: Bool = false,
+         prepare: @escaping () throws -> Void) {
         self.path = path
         self.content = content
         self.chunks = chunks
         timesOverwrite = overwrite
+        self.durable = durable
         self.prepare = prepare
         buffer = [UInt8](repeating: 0, count: content.count)
     }
@@ -137,6 +144,7 @@ final class PlainLargeFile: LargeFileRepetition {
         let start = ContinuousClock.now
         let fd = open(path, O_WRONLY | flags, 0o600)
         for _ in 0..<chunks { _ = content.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+        if durable { fsync(fd) }
         close(fd)
         return seconds(since: start)
     }

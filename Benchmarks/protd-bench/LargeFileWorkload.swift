@@ -3,7 +3,6 @@ import Foundation
 import ProtectionCore
 import ProtectionTestSupport
 import ProtectionWire
-import CSodium
 import Sodium
 
 /// Sequential write then read of one large file: protd against the crypto

@@ -21,11 +21,11 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Where files go: a tmpfs such as /dev/shm, or a disk directory.")
     var dir = "/dev/shm"
 
-    @Option(help: "Run only these workloads (comma-separated: memory, large, small, lock); all when absent.")
+    @Option(help: "Run only these workloads (comma-separated: memory, large, default, overwrite, small, lock); all when absent.")
     var only: String?
 
     @Option(name: .customLong("disk-dir"),
-            help: "A directory on a real disk for the fsync small-file rows (fsync on tmpfs does nothing).")
+            help: "A directory on a real disk for the default-settings and fsync rows (fsync on tmpfs does nothing).")
     var diskDir = "/var/tmp"
 
     @Flag(help: "Tiny sizes, one repetition: checks that everything runs (make test).")
@@ -33,9 +33,6 @@ struct BenchOptions: ParsableArguments {
 
     @Option(help: "Write the Markdown report here.")
     var markdown: String?
-
-    @Option(help: "Write the raw figures as JSON here.")
-    var json: String?
 
     /// Whether `workload` (memory, large, small or lock) is to run.
     func runs(_ workload: String) -> Bool {

@@ -4,7 +4,7 @@ import Foundation
 import ProtectionTestSupport
 
 /// protd-bench: every workload in one invocation, a table on stdout, and
-/// optionally docs/BENCHMARKS.md and a JSON file of the raw figures.
+/// optionally docs/BENCHMARKS.md.
 @main
 struct ProtdBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,6 +27,8 @@ struct ProtdBench: AsyncParsableCommand {
         if options.runs("large") {
             _ = try await LargeFileWorkload(options: options, report: report).run(daemon: daemon, client: admin)
         }
+        if options.runs("default") { try await DefaultSettingsWorkload(options: options, report: report).run() }
+        if options.runs("overwrite") { try await HandleOverwriteWorkload(options: options, report: report).run(client: admin) }
         if options.runs("small") { try await SmallFilesWorkload(options: options, report: report).run(daemon: daemon) }
         if options.runs("lock") {
             let lock = LockWorkload(options: options, report: report)
@@ -54,10 +56,6 @@ struct ProtdBench: AsyncParsableCommand {
             try report.markdown(command: command).write(toFile: markdown, atomically: true, encoding: .utf8)
             print("wrote \(markdown)")
         }
-        if let json = options.json {
-            try report.json().write(to: URL(fileURLWithPath: json))
-            print("wrote \(json)")
-        }
         let missed = report.rows.filter { $0.met == false }.count
         let met = report.rows.filter { $0.met == true }.count
         print("targets: \(met) met, \(missed) not met")
@@ -76,8 +74,9 @@ extension BenchOptions {
     /// A daemon as every workload uses it: room for the fan-out's
     /// subscribers and the memory workload's handles, and the default
     /// Argon2id cost of a real deployment, so unlock and passwd times mean
-    /// something. `cipher` is `storage.cipher` (`auto` by default).
-    func startDaemon(cipher: String = "auto") throws -> DaemonProcess {
+    /// something. `cipher` is `storage.cipher` (`auto` by default); the
+    /// daemon's directory is in `directory`, by default `--dir`.
+    func startDaemon(cipher: String = "auto", in directory: String? = nil) throws -> DaemonProcess {
         let limits = """
             limits:
               max-connections: \(subscribers + 64)
@@ -87,6 +86,6 @@ extension BenchOptions {
 
             """
         return try DaemonProcess(gracePeriodSeconds: 30, extraConfig: limits, argon2: Self.passcodeCost, logLevel: "warning",
-                                 parentDirectory: dir)
+                                 parentDirectory: directory ?? dir)
     }
 }

@@ -13,7 +13,7 @@ struct Row: Codable {
     var note: String = ""
 }
 
-/// Collects rows, prints the table, writes Markdown and JSON.
+/// Collects rows, prints the table, writes Markdown.
 final class Report {
     private(set) var rows: [Row] = []
     var skipped: [String] = []
@@ -98,17 +98,5 @@ final class Report {
             text += "\n## Notes\n\n" + notes.map { "- \($0.workload), \($0.measure): \($0.note)" }.joined(separator: "\n") + "\n"
         }
         return text
-    }
-
-    func json() throws -> Data {
-        struct Document: Codable {
-            var machine: [String: String]
-            var rows: [Row]
-            var skipped: [String]
-            var bounds: [String]
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return try encoder.encode(Document(machine: machine, rows: rows, skipped: skipped, bounds: bounds))
     }
 }

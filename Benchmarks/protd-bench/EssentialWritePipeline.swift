@@ -88,7 +88,7 @@ struct EssentialWritePipeline {
         let additionalData = [UInt8](repeating: 1, count: 25)
         var received = 0
         var written = 0
-        try key.withUnsafeBytes { _ in
+        try key.whileReadable {
             var index = 0
             while received < bytes {
                 defer { index += 1 }
@@ -194,6 +194,17 @@ private final class BatchWriterThread: @unchecked Sendable {
         if let failure { throw failure }
     }
 
+    /// Writes all of `buffer` at `offset`, as protd's store does.
+    private static func writeFully(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
+        var done = 0
+        while done < buffer.count {
+            let written = pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if written > 0 { done += written; continue }
+            if written < 0, errno == EINTR { continue }
+            throw SystemCallFailure("pwrite", path, errno: written == 0 ? EIO : errno)
+        }
+    }
+
     /// Ends the thread (after `finish()`, or after a failure).
     func stop() {
         idle.wait()
@@ -208,7 +219,7 @@ private final class BatchWriterThread: @unchecked Sendable {
             work.wait()
             if stopping { return }
             if let (bytes, offset) = batch, failure == nil {
-                do { try Posix.pwrite(fd, bytes, at: offset, path: path) } catch { failure = error }
+                do { try Self.writeFully(fd, bytes, at: offset, path: path) } catch { failure = error }
             }
             batch = nil
             idle.signal()

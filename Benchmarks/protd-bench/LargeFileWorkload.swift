@@ -353,7 +353,7 @@ struct LargeFileWorkload {
                 var input = sealing ? [UInt8](repeating: 0x5A, count: Self.segment) : sealedOnce
                 var output = [UInt8](repeating: 0, count: sealing ? Self.segment + aead.tagByteCount : Self.segment)
                 // Held open across segments, as protd's FileKey.holdingAccess does.
-                _ = try! key.withUnsafeBytes { _ in
+                _ = try! key.whileReadable {
                     for _ in Swift.stride(from: thread, to: segments, by: threads) {
                         input.withUnsafeBytes { i in ad.withUnsafeBytes { a in nonce.withUnsafeBytes { n in
                             output.withUnsafeMutableBytes { o in

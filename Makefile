@@ -18,7 +18,11 @@ RELEASE_BIN = .build/release
 # binaries carry the Swift runtime and Foundation (statically linked), so
 # the target machine needs no Swift toolchain; libc and libsodium stay
 # shared and get Debian's security updates.
-RELEASE_FLAGS = -c release --static-swift-stdlib
+RELEASE_FLAGS = -c release --static-swift-stdlib $(RELEASE_LINK_FLAGS)
+# The toolchain's lld with packed relative relocations (DT_RELR, glibc 2.36
+# and later) and no exported symbols: fewer pages of the executable written
+# at load, so an idle protd is about 3 MiB smaller (20.6 against 24.0 MiB).
+RELEASE_LINK_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
 # The manual plugin builds protctl in release mode without RELEASE_FLAGS, so
 # it gets a build directory of its own instead of relinking .build/release.
 MANUAL_SCRATCH = .build-manual

@@ -38,8 +38,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "ProtectionModel",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "ProtectionCore",
-            dependencies: ["Sodium"],
+            dependencies: ["ProtectionModel", "Sodium"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -61,7 +65,7 @@ let package = Package(
         .target(
             name: "ProtectionWire",
             dependencies: [
-                "ProtectionCore",
+                "ProtectionModel",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
@@ -90,7 +94,7 @@ let package = Package(
         .target(
             name: "DataProtection",
             dependencies: [
-                "ProtectionCore", "ProtectionWire",
+                "ProtectionModel", "ProtectionWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -1,4 +1,4 @@
-public import ProtectionCore
+public import ProtectionModel
 internal import NIOCore
 internal import ProtectionWire
 internal import Synchronization

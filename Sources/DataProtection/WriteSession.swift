@@ -1,4 +1,4 @@
-internal import ProtectionCore
+internal import ProtectionModel
 internal import NIOCore
 internal import ProtectionWire
 

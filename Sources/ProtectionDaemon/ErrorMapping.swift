@@ -22,3 +22,25 @@ extension WireError {
         WireError(.permissionDenied, "permission denied: \(what)")
     }
 }
+
+extension WireErrorCode {
+    /// The wire code for a ProtectionCore error code.
+    init(_ code: ProtectionError.Code) {
+        switch code {
+        case .protectedDataUnavailable: self = .protectedDataUnavailable
+        case .notFound: self = .notFound
+        case .alreadyExists: self = .alreadyExists
+        case .invalidName: self = .invalidName
+        case .integrityFailure: self = .integrityFailure
+        case .wrongPasscode: self = .wrongPasscode
+        case .rateLimited: self = .rateLimited
+        case .erasedAfterFailedAttempts: self = .erasedAfterFailedAttempts
+        case .noPasscodeSet: self = .noPasscodeSet
+        case .invalidArgument: self = .invalidArgument
+        case .handleClosed: self = .handleClosed
+        case .keyBagCorrupt: self = .keyBagCorrupt
+        case .ioFailure: self = .ioFailure
+        case .cipherUnavailable: self = .cipherUnavailable
+        }
+    }
+}

@@ -1,5 +1,5 @@
 public import NIOCore
-public import ProtectionCore
+public import ProtectionModel
 
 /// Everything a client can ask (docs/PROTOCOL.md, "Requests").
 public enum Request: Sendable, Equatable {

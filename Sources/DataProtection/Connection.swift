@@ -60,12 +60,15 @@ final class Connection: Sendable {
         var gid: UInt32
     }
 
-    /// Connects to the socket at `path` and says hello.
-    static func open(socketPath path: String, clientName: String) async throws(DataProtectionError) -> Connection {
-        let router = RequestRouter()
+    /// Connects to the socket at `path` and says hello; every wait for the
+    /// daemon on this connection is bounded by `timeout`.
+    static func open(socketPath path: String, clientName: String,
+                     timeout: Duration) async throws(DataProtectionError) -> Connection {
+        let router = RequestRouter(loop: Connection.sharedLoop, timeout: timeout)
         let asyncChannel: NIOAsyncChannel<Frame, Frame>
         do {
             asyncChannel = try await ClientBootstrap(group: Connection.sharedLoop)
+                .connectTimeout(.nanoseconds(Int64(clamping: timeout.components.seconds) &* 1_000_000_000))
                 .channelOption(.recvAllocator, value: WireProtocol.receiveBufferAllocator)
                 .channelOption(.socketOption(.so_sndbuf), value: WireProtocol.socketBufferBytes)
                 .connect(unixDomainSocketPath: path) { channel in
@@ -80,6 +83,7 @@ final class Connection: Sendable {
         } catch {
             throw .daemonUnavailable("cannot connect to protd at \(path): \(error)")
         }
+        router.attach(asyncChannel.channel)
 
         var readerTask: Task<Void, Never>?
         let outbound = await withCheckedContinuation { (handOver: CheckedContinuation<NIOAsyncChannelOutboundWriter<Frame>, Never>) in
@@ -161,16 +165,19 @@ final class Connection: Sendable {
 
     // MARK: Sending
 
-    /// Sends `request` and returns the slot its answer will arrive in.
-    func submit(_ request: Request, shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
-        try await submit([request], shape: shape)
+    /// Sends `request` and returns the slot its answer will arrive in,
+    /// within `timeout` (the connection's when nil).
+    func submit(_ request: Request, shape: AnswerShape = .single,
+                timeout: Duration? = nil) async throws(DataProtectionError) -> PendingAnswer {
+        try await submit([request], shape: shape, timeout: timeout)
     }
 
     /// Sends `requests` under one new request id, in a single write (a small
     /// whole-file write: begin, chunk and end in one system call), and
     /// returns the slot the answer will arrive in.
-    func submit(_ requests: [Request], shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
-        let id = try router.register(shape)
+    func submit(_ requests: [Request], shape: AnswerShape = .single,
+                timeout: Duration? = nil) async throws(DataProtectionError) -> PendingAnswer {
+        let id = try router.register(shape, timeout: timeout)
         let pending = PendingAnswer(requestID: id, router: router)
         try await send(frames: requests.map { $0.frame(requestID: id) })
         return pending
@@ -188,9 +195,10 @@ final class Connection: Sendable {
         return first
     }
 
-    /// Sends `request` and expects `.ok`.
-    func expectOK(_ request: Request, _ what: String) async throws(DataProtectionError) {
-        let response = try await single(request)
+    /// Sends `request` and expects `.ok` within `timeout` (the connection's when nil).
+    func expectOK(_ request: Request, _ what: String, timeout: Duration? = nil) async throws(DataProtectionError) {
+        let frames = try await submit(request, timeout: timeout).frames()
+        guard let response = frames.first else { throw .protocolError("protd sent an empty answer") }
         guard case .ok = response else { throw .unexpected(response, to: what) }
     }
 
@@ -213,9 +221,13 @@ final class Connection: Sendable {
         channel.eventLoop.submit {}
     }
 
-    /// Sends frames already built (with their request ids) in a single write.
+    /// Sends frames already built (with their request ids) in a single
+    /// write. Waits (suspended) while the socket is full, at most the
+    /// connection's timeout: then the connection is closed as stalled.
     func send(frames: [Frame]) async throws(DataProtectionError) {
         if let closed = router.closedError { throw closed }
+        let token = router.beginSend()
+        defer { router.endSend(token) }
         do {
             try await outbound.write(contentsOf: frames)
         } catch {

@@ -48,6 +48,9 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     case internalError(String)
     /// The daemon cannot be reached, or the connection to it was closed.
     case daemonUnavailable(String)
+    /// The daemon did not answer, or took no data, within the client's
+    /// `requestTimeout`.
+    case timedOut(String)
     /// The calling task was cancelled before the daemon answered.
     case cancelled
 
@@ -95,6 +98,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case internalError
         /// See `DataProtectionError.daemonUnavailable`.
         case daemonUnavailable
+        /// See `DataProtectionError.timedOut`.
+        case timedOut
         /// See `DataProtectionError.cancelled`.
         case cancelled
 
@@ -126,6 +131,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .tooManyConnections: .tooManyConnections
         case .internalError: .internalError
         case .daemonUnavailable: .daemonUnavailable
+        case .timedOut: .timedOut
         case .cancelled: .cancelled
         }
     }
@@ -139,7 +145,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
              .invalidArgument(let message), .handleClosed(let message), .keyBagCorrupt(let message),
              .ioFailure(let message), .cipherUnavailable(let message), .permissionDenied(let message),
              .protocolError(let message), .unsupportedVersion(let message), .tooManyHandles(let message),
-             .tooManyConnections(let message), .internalError(let message), .daemonUnavailable(let message):
+             .tooManyConnections(let message), .internalError(let message), .daemonUnavailable(let message),
+             .timedOut(let message):
             message
         case .cancelled:
             ""
@@ -200,6 +207,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
             "The daemon failed unexpectedly; try again, and report it if it persists."
         case .daemonUnavailable:
             "The protd daemon cannot be reached; check that it is running and that the socket path is right."
+        case .timedOut:
+            "The daemon did not respond in time; check that it is running and not overloaded, or allow a longer request timeout."
         case .cancelled:
             "The operation was cancelled before the daemon answered; a request already sent may still have been carried out."
         }

@@ -19,8 +19,7 @@ let package = Package(
         .executable(name: "protctl", targets: ["protctl"]),
     ],
     dependencies: [
-        // Up to the next minor: ChunkBodyPool and SharedArrayBuffer use NIO's custom-allocator SPI, which minor releases may change.
-        .package(url: "https://github.com/apple/swift-nio", .upToNextMinor(from: "2.101.2")),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML", "CommandLineArguments"]),

@@ -207,7 +207,12 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport", "Sodium"],
+            dependencies: [
+                "DataProtection", "ProtectionCore", "ProtectionTestSupport", "Sodium",
+                "ProtectionDaemon", "ProtectionConfiguration",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
     ],

@@ -166,6 +166,6 @@ extension ProtectedFile.Handle {
             throw frames.first.map { DataProtectionError.unexpected($0, to: "handleRead") }
                 ?? .protocolError("protd sent an empty answer to handleRead")
         }
-        return Array(data.readableBytesView)
+        return data.readableByteArray
     }
 }

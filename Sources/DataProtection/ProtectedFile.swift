@@ -146,7 +146,7 @@ public struct ProtectedFile: Sendable {
         })
         for frame in frames {
             switch frame {
-            case .dataChunk(let data): content.append(contentsOf: data.readableBytesView)
+            case .dataChunk(let data): data.appendReadableBytes(to: &content)
             case .end: break
             default: throw .unexpected(frame, to: "read")
             }

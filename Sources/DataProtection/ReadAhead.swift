@@ -26,8 +26,11 @@ struct ReadAhead {
         self.end = end
     }
 
-    /// The next piece (at most one chunk), or nil at the end of the file or range.
+    /// The next piece (at most one chunk), or nil at the end of the file or
+    /// range; `.cancelled` once the task is cancelled, even when the answer
+    /// is already here.
     mutating func next() async throws(DataProtectionError) -> [UInt8]? {
+        if Task.isCancelled { throw .cancelled }
         while inFlight.count < FileChunks.readAhead && requestOffset < end {
             let length = Int(min(UInt64(chunkSize), end - requestOffset))
             inFlight.append(InFlight(offset: requestOffset, length: length,

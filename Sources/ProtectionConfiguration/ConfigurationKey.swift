@@ -24,9 +24,14 @@ struct ConfigurationKey: Sendable, Hashable {
     let aliases: [String]
     /// Whether the value is a list (read as a string array).
     let isList: Bool
+    /// The environment variable when it is not the one derived from the
+    /// name (`PROTD_SOCKET`, which the client library reads too).
+    let variableOverride: String?
 
     init(_ name: String, _ placeholder: String, type: String, default defaultText: String,
-         expected: String, help: String, aliases: [String] = [], isList: Bool = false) {
+         expected: String, help: String, aliases: [String] = [], isList: Bool = false,
+         variable: String? = nil) {
+        self.variableOverride = variable
         self.name = name
         self.placeholder = placeholder
         self.type = type
@@ -44,10 +49,14 @@ struct ConfigurationKey: Sendable, Hashable {
     /// This is what `CommandLineArgumentsProvider` derives from `components`.
     var flag: String { "--" + components.joined(separator: "-") }
 
-    /// The environment variable: `PROTD_` + the name upper-cased with `.` and
-    /// `-` as `_` (`PROTD_LOCK_GRACE_PERIOD_SECONDS`). This is what
-    /// `EnvironmentVariablesProvider` derives from `["protd"] + components`.
-    var environmentVariable: String {
+    /// The environment variable: `variableOverride`, else the derived one.
+    var environmentVariable: String { variableOverride ?? derivedEnvironmentVariable }
+
+    /// `PROTD_` + the name upper-cased with `.` and `-` as `_`
+    /// (`PROTD_LOCK_GRACE_PERIOD_SECONDS`): what `EnvironmentVariablesProvider`
+    /// derives from `["protd"] + components`. Where `variableOverride` is set,
+    /// this one is still read, as a deprecated alias.
+    var derivedEnvironmentVariable: String {
         "PROTD_" + String(name.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
     }
 
@@ -63,7 +72,7 @@ extension ConfigurationKey {
         "socket.path", "PATH", type: "path", default: defaults.socketPath,
         expected: "a non-empty path of at most 107 bytes, not starting with ~",
         help: "Unix socket clients connect to (relative paths are relative to the working directory).",
-        aliases: ["--socket"])
+        aliases: ["--socket"], variable: "PROTD_SOCKET")
     static let socketMode = Self(
         "socket.mode", "MODE", type: "octal mode", default: "0" + String(defaults.socketMode, radix: 8),
         expected: "permission bits from 0 to 0777, written in octal with a leading 0 (\"0660\", 0o660) or as a decimal integer (432)",

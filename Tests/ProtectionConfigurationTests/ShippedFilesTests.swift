@@ -93,7 +93,7 @@ struct UsageTests {
     func listsEveryKey() {
         let usage = DaemonConfiguration.usage
         let keys: [(key: String, flag: String, variable: String, value: String)] = [
-            ("socket.path", "--socket-path", "PROTD_SOCKET_PATH", "/run/protd/protd.sock"),
+            ("socket.path", "--socket-path", "PROTD_SOCKET", "/run/protd/protd.sock"),
             ("socket.mode", "--socket-mode", "PROTD_SOCKET_MODE", "0660"),
             ("socket.group", "--socket-group", "PROTD_SOCKET_GROUP", "none"),
             ("state.directory", "--state-directory", "PROTD_STATE_DIRECTORY", "/var/lib/protd"),

@@ -136,7 +136,7 @@ public final class ProtectedStore: Sendable {
     ) throws -> LockProgress {
         try state.withLock { state in
             guard state.keyBag.hasPasscode else {
-                throw ProtectionError(.noPasscodeSet, "cannot lock: no passcode is set (set one with passwd first)")
+                throw ProtectionError(.noPasscodeSet, "cannot lock without a passcode; set one with passwd first")
             }
             switch state.machine.lockRequested(grace: grace, now: now, subscribers: subscribers) {
             case .alreadyUnavailable:

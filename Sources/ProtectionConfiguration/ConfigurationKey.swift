@@ -94,7 +94,7 @@ extension ConfigurationKey {
     static let gracePeriod = Self(
         "lock.grace-period-seconds", "SECONDS", type: "number", default: "\(defaults.gracePeriod.components.seconds)",
         expected: "a number of seconds from 0 to \(DaemonConfiguration.Limits.maximumGraceSeconds)",
-        help: "How long a lock waits for subscribers to close class A files (0 = lock at once; fractions allowed).")
+        help: "How long a lock waits for subscribers to close complete (class A) files (0 = lock at once; fractions allowed).")
     static let adminGroup = Self(
         "lock.admin-group", "GROUP", type: "group name", default: defaults.adminGroup,
         expected: "a non-empty group name or numeric id without spaces, ':' or '/'",

@@ -142,6 +142,11 @@ extension ConfigurationKey {
         expected: "an integer >= 1",
         help: "Most open file handles plus writes in progress one connection may hold.")
 
+    static let requireLockedMemory = Self(
+        "memory.require-locked", "BOOL", type: "boolean", default: "\(defaults.requireLockedMemory)",
+        expected: "true or false",
+        help: "Refuse to hold keys in memory that cannot be locked in RAM (mlock), instead of warning.")
+
     /// Every key of `DaemonConfiguration`, in the order of the YAML file.
     static let all: [Self] = [
         socketPath, socketMode, socketGroup, stateDirectory, deviceKeyFile,
@@ -149,6 +154,7 @@ extension ConfigurationKey {
         argon2Operations, argon2MemoryKiB, failedAttemptDelays, eraseAfterFailedAttempts,
         segmentSize, cipher, logLevel,
         maxFrameBytes, maxConnections, maxOpenHandlesPerConnection,
+        requireLockedMemory,
     ]
 
     /// The configuration file's own key: only a flag (`--config`) and an

@@ -217,6 +217,7 @@ struct Reader {
         if let value = try single(.maxOpenHandlesPerConnection, ValueParsing.integer(atLeast: 1)) {
             configuration.maxOpenHandlesPerConnection = value
         }
+        if let value = try single(.requireLockedMemory, ValueParsing.boolean) { configuration.requireLockedMemory = value }
         return configuration
     }
 

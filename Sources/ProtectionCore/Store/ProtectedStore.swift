@@ -58,6 +58,7 @@ public final class ProtectedStore: Sendable {
                                                     "choose xchacha20-poly1305 or auto")
         }
         try Posix.makeDirectories(configuration.stateDirectory)
+        try StateDirectoryCheck.verify(configuration.stateDirectory)
         directoryLock = try StateDirectoryLock(directory: configuration.stateDirectory)
         // Nothing of this store runs yet, and no other store may (the lock):
         // whatever temporary file is there was left by a write that a crash

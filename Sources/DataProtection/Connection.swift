@@ -17,7 +17,7 @@ final class Connection: Sendable {
     /// sharing it lets that thread take the events of many clients in one
     /// wake-up. Spread over the group's loops, 250 subscribing clients in
     /// one process used a third more CPU and several times the context
-    /// switches in `protd-bench --only lock` (docs/DESIGN.md, Daemon).
+    /// switches in `protd-bench --only lock` (docs/DESIGN.md, Client library).
     static let sharedLoop = MultiThreadedEventLoopGroup.singleton.next()
 
     let router: RequestRouter

@@ -231,7 +231,9 @@ final class Connection: Sendable {
         do {
             try await outbound.write(contentsOf: frames)
         } catch {
-            if let closed = router.closedError { throw closed }
+            // The send in progress fails with what closed the connection
+            // (a stalled daemon's timedOut); later calls with closedError.
+            if let failure = router.failure { throw failure }
             if Task.isCancelled { throw .cancelled }
             throw .daemonUnavailable("cannot send to protd: \(ConnectionFailure.reason(error))")
         }

@@ -61,6 +61,24 @@ struct AsyncClientEndToEndTests {
         await client.close()
     }
 
+    @Test("a large write to a daemon that takes no data ends with .timedOut and closes the stalled connection")
+    func stalledSendsAreBounded() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath, requestTimeout: .seconds(1))
+        daemon.suspend()
+        defer { daemon.resume() }
+        let start = ContinuousClock.now
+        let data = [UInt8](repeating: 1, count: 64 << 20)
+        #expect(await EndToEnd.failure { _ = try await client.file("stalled").write(data, durable: false) } == .timedOut)
+        let took = ContinuousClock.now - start
+        #expect(took >= .seconds(1) && took < .seconds(3), "the write gave up after \(took)")
+        #expect(await EndToEnd.failure { _ = try await client.status() } == .daemonUnavailable)
+        daemon.resume()
+        let fresh = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await fresh.file("stalled").exists == false)
+        await fresh.close()
+    }
+
     @Test("the README's events loop acknowledges a lock within 2 s while 2 tasks write large files")
     func eventsLoopAcknowledgesDuringLargeWrites() async throws {
         let (daemon, client) = try await EndToEnd.daemonWithPasscode(grace: 10)

@@ -23,8 +23,7 @@ let package = Package(
         .executable(name: "protctl", targets: ["protctl"]),
     ],
     dependencies: [
-        // Up to the next minor: ChunkBodyPool and SharedArrayBuffer use NIO's custom-allocator SPI, which minor releases may change.
-        .package(url: "https://github.com/apple/swift-nio", .upToNextMinor(from: "2.101.2")),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML", "CommandLineArguments"]),
@@ -42,8 +41,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "ProtectionModel",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "ProtectionCore",
-            dependencies: ["Sodium"],
+            dependencies: ["ProtectionModel", "Sodium"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -65,7 +68,7 @@ let package = Package(
         .target(
             name: "ProtectionWire",
             dependencies: [
-                "ProtectionCore",
+                "ProtectionModel",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
@@ -94,7 +97,7 @@ let package = Package(
         .target(
             name: "DataProtection",
             dependencies: [
-                "ProtectionCore", "ProtectionWire",
+                "ProtectionModel", "ProtectionWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -116,6 +119,12 @@ let package = Package(
                 "DataProtection", "ProtectionVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "protd-client-probe",
+            dependencies: ["DataProtection"],
+            path: "Tests/ClientProbe",
             swiftSettings: strictSettings
         ),
         .target(
@@ -170,7 +179,12 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport", "ProtectionVersion", "Sodium"],
+            dependencies: [
+                "DataProtection", "ProtectionCore", "ProtectionTestSupport", "ProtectionVersion", "Sodium",
+                "ProtectionDaemon", "ProtectionConfiguration",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
     ],

@@ -46,6 +46,9 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 let logger = Logger(label: "protd")
+for warning in DaemonConfiguration.environmentWarnings(environment) {
+    logger.warning("\(warning)")
+}
 if !mallocArenasLimited {
     logger.warning("glibc refused to limit its malloc arenas to \(MallocArenas.limit); memory use will be higher")
 }

@@ -122,6 +122,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "protd-harness-probe",
+            dependencies: ["ProtectionTestSupport"],
+            path: "Tests/HarnessProbe",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "protd-client-probe",
             dependencies: ["DataProtection"],
             path: "Tests/ClientProbe",

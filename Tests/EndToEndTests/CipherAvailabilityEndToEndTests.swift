@@ -30,7 +30,7 @@ struct CipherAvailabilityEndToEndTests {
     /// Runs protd emulated on a CPU without AES-NI.
     private static func withoutAESNI() throws -> [String] { [try #require(qemu), "-cpu", "Nehalem"] }
 
-    @Test("without AES-NI: AEGIS-256 and AES-256-GCM files are cipherUnavailable and intact, new ones XChaCha20, a forged algorithm byte is integrityFailure, both ciphers are refused",
+    @Test("without AES-NI: files sealed on AES instructions are cipherUnavailable and intact, new ones XChaCha20, a forged algorithm byte is integrityFailure, those ciphers are refused",
           .enabled(if: canCompare, "needs an x86-64 CPU with AES-NI and qemu-x86_64 (Debian package qemu-user)"))
     func filesMeetACPUWithoutAESNI() async throws {
         let daemon = try DaemonProcess()

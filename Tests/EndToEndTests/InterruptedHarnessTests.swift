@@ -3,40 +3,41 @@ import ProtectionTestSupport
 import Testing
 
 /// A test run or benchmark that is interrupted takes its daemons, and
-/// their directories, with it (`LiveDaemons`).
+/// their directories, with it (`LiveDaemons`). The harness here is
+/// protd-harness-probe, which starts one daemon as both do; the benchmarks
+/// are a package of their own.
 @Suite("Interrupted harness")
 struct InterruptedHarnessTests {
-    @Test("protd-bench stopped by SIGTERM or SIGINT kills its protd and removes its directory",
+    @Test("a harness stopped by SIGTERM or SIGINT kills its protd and removes its directory",
           arguments: [SIGTERM, SIGINT])
-    func interruptedBenchmarkCleansUp(signal: Int32) throws {
+    func interruptedHarnessCleansUp(signal: Int32) throws {
         let parent = try TemporaryDirectory("i")
         defer { parent.remove() }
-        let bench = Process()
-        bench.executableURL = URL(fileURLWithPath: CommandRunner.builtProduct("protd-bench"))
-        // Large enough that the daemon is still serving when the signal comes.
-        bench.arguments = ["--only", "large", "--size-mib", "256", "--dir", parent.path]
-        bench.standardOutput = FileHandle.nullDevice
-        bench.standardError = FileHandle.nullDevice
-        try bench.run()
-        let daemon = try #require(Self.child(of: bench.processIdentifier, named: "protd"), "protd-bench started no protd")
+        let harness = Process()
+        harness.executableURL = URL(fileURLWithPath: CommandRunner.builtProduct("protd-harness-probe"))
+        harness.arguments = [parent.path]
+        harness.standardOutput = FileHandle.nullDevice
+        harness.standardError = FileHandle.nullDevice
+        try harness.run()
+        let daemon = try #require(Self.child(of: harness.processIdentifier, named: "protd"), "the harness started no protd")
         let directories = try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix("protd-daemon-") }
         try #require(directories.count == 1)
-        // protd creates its socket milliseconds after the spawn; protd-bench
+        // protd creates its socket milliseconds after the spawn; the harness
         // records the daemon right after the spawn returns. Waiting for the
         // socket keeps the signal from falling in between.
         let socket = parent.appending(directories[0] + "/s")
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(20_000) }
 
-        kill(bench.processIdentifier, signal)
-        bench.waitUntilExit()
+        kill(harness.processIdentifier, signal)
+        harness.waitUntilExit()
         // Usually it dies of the signal; it may also fail on its own first
         // when it sees its daemon killed. Either way it must not succeed.
-        #expect(bench.terminationReason == .uncaughtSignal || bench.terminationStatus != 0)
-        // The daemon was protd-bench's child; once that is gone, init reaps it.
+        #expect(harness.terminationReason == .uncaughtSignal || harness.terminationStatus != 0)
+        // The daemon was the harness's child; once that is gone, init reaps it.
         let reaped = Date().addingTimeInterval(5)
         while kill(daemon, 0) == 0 && Date() < reaped { usleep(20_000) }
-        #expect(kill(daemon, 0) != 0, "protd \(daemon) outlived protd-bench")
+        #expect(kill(daemon, 0) != 0, "protd \(daemon) outlived the harness")
         let left = try FileManager.default.contentsOfDirectory(atPath: parent.path).filter { $0.hasPrefix("protd-daemon-") }
         #expect(left.isEmpty, "left behind: \(left)")
     }

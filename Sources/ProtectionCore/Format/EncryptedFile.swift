@@ -259,8 +259,9 @@ final class EncryptedFile {
     // MARK: - Segments
 
     /// Re-encrypts every segment that `[offset, offset+count)` touches,
-    /// plus the segment that stops being final when the file grows. `data`
-    /// nil means zeros.
+    /// plus the segment that stops being final when the file grows (and the
+    /// new segments between it and the range); no other. `data` nil means
+    /// zeros.
     ///
     /// Segments go out last to first, and each one's bytes past the old
     /// end of the file before those within it: so every byte the file
@@ -275,9 +276,9 @@ final class EncryptedFile {
         ensureBuffers(for: min(layout.segmentSize, newSize))
         var first = offset / layout.segmentSize
         if newSize > oldSize { first = min(first, layout.lastIndex(forSize: oldSize)) }
-        let last = layout.lastIndex(forSize: newSize)
-        for index in stride(from: last, through: first, by: -1) {
-            let sealed = try rewriteSegment(index, oldSize: oldSize, newSize: newSize, last: last,
+        let finalIndex = layout.lastIndex(forSize: newSize)
+        for index in stride(from: (end - 1) / layout.segmentSize, through: first, by: -1) {
+            let sealed = try rewriteSegment(index, oldSize: oldSize, newSize: newSize, finalIndex: finalIndex,
                                             from: offset, to: end, data: data)
             let at = layout.offset(ofSegment: index)
             try stored.withUnsafeBytes { storedBuffer in
@@ -298,7 +299,7 @@ final class EncryptedFile {
     /// One segment of `rewrite`: its old plaintext where `[offset, end)`
     /// does not cover it, the new bytes where it does, sealed into
     /// `stored`; returns the sealed length.
-    private func rewriteSegment(_ index: Int, oldSize: Int, newSize: Int, last: Int,
+    private func rewriteSegment(_ index: Int, oldSize: Int, newSize: Int, finalIndex: Int,
                                 from offset: Int, to end: Int, data: UnsafeRawBufferPointer?) throws -> Int {
         let start = index * layout.segmentSize
         let newLength = layout.plaintextLength(ofSegment: index, size: newSize)
@@ -321,7 +322,7 @@ final class EncryptedFile {
                 }
             }
         }
-        return try seal(index: index, length: newLength, final: index == last)
+        return try seal(index: index, length: newLength, final: index == finalIndex)
     }
 
     /// Reads and decrypts segment `index` of the current size into `plain`;

@@ -100,9 +100,8 @@ final class EncryptedFile {
 
     /// Decrypts up to `count` bytes from `offset` (fewer at end of file)
     /// into `destination`, which must hold them; returns how many. The
-    /// segments are read and opened (on every core for XChaCha20-Poly1305,
-    /// `SegmentParallelism`), each straight into
-    /// `destination` when the range covers it whole. On failure nothing
+    /// segments are read and opened on the calling thread, each straight
+    /// into `destination` when the range covers it whole. On failure nothing
     /// decrypted is left in `destination`.
     func read(offset: Int, count: Int, into destination: UnsafeMutableRawBufferPointer) throws -> Int {
         try checkOpen()
@@ -115,8 +114,7 @@ final class EncryptedFile {
         let lastOfFile = layout.lastIndex(forSize: size)
         do {
             try key.holdingAccess {
-                try SegmentParallelism.forEach(last - first + 1, spread: layout.spreadsAcrossCores) { position in
-                    let index = first + position
+                for index in first...last {
                     let start = index * layout.segmentSize
                     let length = layout.plaintextLength(ofSegment: index, size: size)
                     let from = max(offset, start) - start
@@ -134,8 +132,7 @@ final class EncryptedFile {
     }
 
     /// Reads and opens segment `index` (`length` plaintext bytes) with its
-    /// own buffers, so several can run at once, and copies its bytes
-    /// `range` into `target`.
+    /// own buffers and copies its bytes `range` into `target`.
     private func readSegment(
         _ index: Int, length: Int, final: Bool, range: Range<Int>, into target: UnsafeMutableRawBufferPointer
     ) throws {

@@ -16,15 +16,11 @@ struct SegmentLayout: Equatable {
     let segmentSize: Int
     /// Bytes each stored segment adds to its plaintext: nonce and tag.
     let overhead: Int
-    /// Whether a run of segments is sealed or opened on several cores at
-    /// once (`ContentCipher.spreadsSegmentsAcrossCores`).
-    let spreadsAcrossCores: Bool
 
     /// The layout of segments of `segmentSize` plaintext bytes sealed with `cipher`.
     init(segmentSize: Int, cipher: ContentCipher) {
         self.segmentSize = segmentSize
         overhead = cipher.aead.nonceByteCount + cipher.aead.tagByteCount
-        spreadsAcrossCores = cipher.spreadsSegmentsAcrossCores
     }
 
     /// Stored bytes per full segment.

@@ -4,8 +4,8 @@ internal import Sodium
 /// Writes a new protected file front to back from a stream of bytes: the
 /// header, then every segment as soon as it is full and known not to be the
 /// last, then the final segment on `finish()`. Full segments are sealed
-/// straight from the caller's bytes (on every core for a slow cipher:
-/// `SegmentParallelism`), and each batch is written with one `pwrite`
+/// straight from the caller's bytes on the caller's thread, and each batch
+/// is written with one `pwrite`
 /// (`SealedBatchWriter`: on the caller's thread, or overlapped from one of
 /// its own). Only the tail that might be final is copied and held back.
 /// Every byte is encrypted once, whatever the sizes of the pieces appended.
@@ -97,7 +97,7 @@ final class SegmentStreamWriter {
         clearPending()
     }
 
-    /// Seals `sources` as the next segments, in parallel, and writes them,
+    /// Seals `sources` as the next segments and writes them,
     /// in batches of at most `maximumBatch`, one `pwrite` each; the first
     /// batch carries the header.
     private func seal(_ sources: [UnsafeRawBufferPointer], lastIsFinal: Bool) throws {
@@ -114,7 +114,7 @@ final class SegmentStreamWriter {
                 let output = try self.output.nextBuffer(count: storedBytes)
                 if prefix > 0 { output.copyBytes(from: headerBytes) }
                 let fileID = header.fileID
-                try SegmentParallelism.forEach(batch.count, spread: layout.spreadsAcrossCores) { position in
+                for position in 0..<batch.count {
                     let plain = batch[batchStart + position]
                     let index = first + position
                     let start = prefix + position * stride

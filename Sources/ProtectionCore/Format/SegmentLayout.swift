@@ -11,6 +11,9 @@ struct SegmentLayout: Equatable {
     static let defaultSegmentSize = 64 * 1024
     /// Segment sizes the format accepts: 1 KiB to 16 MiB.
     static let allowedSegmentSizes = 1024...(16 << 20)
+    /// Most segments one step of an operation reads or seals together (4 MiB
+    /// at the default segment size): bounds the buffers it allocates.
+    static let batchSegments = 64
 
     /// Plaintext bytes per segment.
     let segmentSize: Int

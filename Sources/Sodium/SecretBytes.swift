@@ -135,6 +135,20 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
         return try Self.keyWindow { try body(UnsafeRawBufferPointer(start: storage.pointer, count: count)) }
     }
 
+    /// Holds this secret's slab writable while `body` runs: key work that
+    /// creates, reads and wipes several keys in the slab (opening a file:
+    /// unwrapping its key, checking the header tag) then changes page
+    /// protection once instead of once per key. `body` does crypto only,
+    /// never disk I/O or a wait: every key in the slab is writable while
+    /// it runs (docs/SECURITY.md).
+    package func withSlabWritable<R>(_ body: () throws -> R) rethrows -> R {
+        try Self.keyWindow {
+            storage.region.beginWrite()
+            defer { storage.region.endWrite() }
+            return try body()
+        }
+    }
+
     /// Zeroes every byte the secret owns now and refuses all later use.
     /// Waits for readers that are already inside `withUnsafeBytes`, so nobody
     /// ever computes with a half-wiped key. Calling it twice is harmless.

@@ -171,6 +171,28 @@ struct SecretSlabTests {
         #expect(try derived.withUnsafeBytes { Array($0) } == [UInt8](repeating: 4, count: 32))
     }
 
+    @Test("a writable slab window makes one toggle for reads, a new secret and a wipe in its slab, then closes it")
+    func writableSlabWindowSharesOneToggle() throws {
+        let allocator = GuardedSlabAllocator()
+        let classKey = try Self.secret(32, in: allocator, byte: 3)
+        let region = classKey.storageForTesting.region
+        let before = region.protectionChanges
+        let derived = try classKey.withSlabWritable {
+            #expect(region.protection == .readWrite)
+            let derived = try SecretBytes(count: 32, placement: .automatic(allocator)) { out in
+                let source = try classKey.withUnsafeBytes { Array($0) }
+                for index in out.indices { out[index] = source[index] &+ 1 }
+            }
+            #expect(try derived.withUnsafeBytes { Array($0) } == [UInt8](repeating: 4, count: 32))
+            derived.wipe()
+            return derived
+        }
+        #expect(derived.storageForTesting.region === region)
+        #expect(region.protectionChanges - before == 2)  // read-write once, no-access once
+        #expect(region.protection == .noAccess)
+        #expect(try classKey.withUnsafeBytes { Array($0) } == [UInt8](repeating: 3, count: 32))
+    }
+
     @Test("filling a secret while reading a neighbour keeps the slab writable until the fill ends")
     func fillWhileReadingNeighbour() throws {
         let allocator = GuardedSlabAllocator()

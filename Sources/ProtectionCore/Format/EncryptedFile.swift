@@ -56,8 +56,8 @@ final class EncryptedFile {
 
     /// Opens an existing file in `fd`: unwraps its key with `keys`, checks
     /// the header tag and the final segment, so the size is authenticated.
-    /// The file is read first and the key unwrapped after: no key window
-    /// spans disk I/O (docs/SECURITY.md).
+    /// The file is read first, then the key work runs in one window of the
+    /// keys' slab (`ClassKeys.withSlabWritable`) with no I/O in it.
     static func open(fd: Int32, path: String, keys: ClassKeys) throws -> EncryptedFile {
         let header = try readHeader(fd: fd, path: path)
         let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
@@ -66,17 +66,19 @@ final class EncryptedFile {
         }
         let last = layout.lastIndex(forSize: size)
         let stored = try readStored(fd: fd, path: path, layout: layout, segments: last...last, size: size)
-        let file = EncryptedFile(fd: fd, path: path, header: header, key: try FileKey.unwrap(header, keys: keys),
-                                 size: size)
-        do {
-            // Authenticates the final segment; copies none of it.
-            try file.openSegments(stored, last...last, copying: size..<size,
-                                  into: UnsafeMutableRawBufferPointer(start: nil, count: 0))
-        } catch {
-            file.abandon()
-            throw error
+        return try keys.withSlabWritable(for: header.protection) {
+            let file = EncryptedFile(fd: fd, path: path, header: header, key: try FileKey.unwrap(header, keys: keys),
+                                     size: size)
+            do {
+                // Authenticates the final segment; copies none of it.
+                try file.openSegments(stored, last...last, copying: size..<size,
+                                      into: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+            } catch {
+                file.abandon()
+                throw error
+            }
+            return file
         }
-        return file
     }
 
     /// Reads and parses the header of the file in `fd` without any key.

@@ -27,13 +27,15 @@ final class FileKey: Sendable {
         guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
         }
-        let key = try generate(cipher: format.cipher)
-        do {
-            return (key, try key.makeHeader(protection: protection, segmentSize: segmentSize,
-                                             fileID: try SecureRandom.bytes(16), keys: keys))
-        } catch {
-            key.wipe()
-            throw error
+        return try keys.withSlabWritable(for: protection) {
+            let key = try generate(cipher: format.cipher)
+            do {
+                return (key, try key.makeHeader(protection: protection, segmentSize: segmentSize,
+                                                 fileID: try SecureRandom.bytes(16), keys: keys))
+            } catch {
+                key.wipe()
+                throw error
+            }
         }
     }
 

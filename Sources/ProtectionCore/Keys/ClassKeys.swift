@@ -27,6 +27,17 @@ struct ClassKeys {
         d.wipe()
     }
 
+    /// Runs `body`, crypto only, with the slab of `protection`'s class key
+    /// writable (`SecretBytes.withSlabWritable`): creating or unwrapping a
+    /// file key and checking its header then change page protection once,
+    /// when the file key shares that slab (the usual case). Without that
+    /// class key in memory, `body` runs as it is.
+    func withSlabWritable<R>(for protection: ProtectionClass, _ body: () throws -> R) rethrows -> R {
+        let anchor = protection == .completeUnlessOpen ? bPrivate : symmetricKey(for: protection)
+        guard let anchor else { return try body() }
+        return try anchor.withSlabWritable(body)
+    }
+
     /// The class B key pair, when its private half is in memory.
     var bKeyPair: X25519KeyPair? {
         bPrivate.flatMap { try? X25519KeyPair(publicKey: bPublic, privateKey: $0) }

@@ -19,8 +19,7 @@ let package = Package(
         .executable(name: "protctl", targets: ["protctl"]),
     ],
     dependencies: [
-        // Up to the next minor: ChunkBodyPool and SharedArrayBuffer use NIO's custom-allocator SPI, which minor releases may change.
-        .package(url: "https://github.com/apple/swift-nio", .upToNextMinor(from: "2.101.2")),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML", "CommandLineArguments"]),
@@ -38,8 +37,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "ProtectionModel",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "ProtectionCore",
-            dependencies: ["Sodium"],
+            dependencies: ["ProtectionModel", "Sodium"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -61,7 +64,7 @@ let package = Package(
         .target(
             name: "ProtectionWire",
             dependencies: [
-                "ProtectionCore",
+                "ProtectionModel",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
@@ -90,7 +93,7 @@ let package = Package(
         .target(
             name: "DataProtection",
             dependencies: [
-                "ProtectionCore", "ProtectionWire",
+                "ProtectionModel", "ProtectionWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -152,6 +155,12 @@ let package = Package(
             path: "Benchmarks/protd-bench-idle",
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "protd-client-probe",
+            dependencies: ["DataProtection"],
+            path: "Tests/ClientProbe",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "ProtectionTestSupport",
             dependencies: ["ProtectionCore", "Sodium"],
@@ -204,7 +213,12 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["DataProtection", "ProtectionCore", "ProtectionTestSupport", "Sodium"],
+            dependencies: [
+                "DataProtection", "ProtectionCore", "ProtectionTestSupport", "Sodium",
+                "ProtectionDaemon", "ProtectionConfiguration",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
     ],

@@ -17,7 +17,7 @@ final class Connection: Sendable {
     /// sharing it lets that thread take the events of many clients in one
     /// wake-up. Spread over the group's loops, 250 subscribing clients in
     /// one process used a third more CPU and several times the context
-    /// switches in `protd-bench --only lock` (docs/DESIGN.md, Daemon).
+    /// switches in `protd-bench --only lock` (docs/DESIGN.md, Client library).
     static let sharedLoop = MultiThreadedEventLoopGroup.singleton.next()
 
     let router: RequestRouter
@@ -47,7 +47,7 @@ final class Connection: Sendable {
 
     deinit {
         // A client dropped without close(): do not leave the socket open.
-        router.close(with: .daemonUnavailable("the client was released"))
+        router.close(with: .clientClosed("the client was released without close()"))
         channel.close(promise: nil)
     }
 
@@ -60,12 +60,15 @@ final class Connection: Sendable {
         var gid: UInt32
     }
 
-    /// Connects to the socket at `path` and says hello.
-    static func open(socketPath path: String, clientName: String) async throws(DataProtectionError) -> Connection {
-        let router = RequestRouter()
+    /// Connects to the socket at `path` and says hello; every wait for the
+    /// daemon on this connection is bounded by `timeout`.
+    static func open(socketPath path: String, clientName: String,
+                     timeout: Duration) async throws(DataProtectionError) -> Connection {
+        let router = RequestRouter(loop: Connection.sharedLoop, timeout: timeout)
         let asyncChannel: NIOAsyncChannel<Frame, Frame>
         do {
             asyncChannel = try await ClientBootstrap(group: Connection.sharedLoop)
+                .connectTimeout(.nanoseconds(Int64(clamping: timeout.components.seconds) &* 1_000_000_000))
                 .channelOption(.recvAllocator, value: WireProtocol.receiveBufferAllocator)
                 .channelOption(.socketOption(.so_sndbuf), value: WireProtocol.socketBufferBytes)
                 .connect(unixDomainSocketPath: path) { channel in
@@ -78,8 +81,9 @@ final class Connection: Sendable {
                     }
                 }
         } catch {
-            throw .daemonUnavailable("cannot connect to protd at \(path): \(error)")
+            throw ConnectionFailure.connecting(to: path, error)
         }
+        router.attach(asyncChannel.channel)
 
         var readerTask: Task<Void, Never>?
         let outbound = await withCheckedContinuation { (handOver: CheckedContinuation<NIOAsyncChannelOutboundWriter<Frame>, Never>) in
@@ -94,7 +98,7 @@ final class Connection: Sendable {
             return Connection(router: router, channel: asyncChannel.channel, outbound: outbound, reader: reader,
                               accepted: accepted)
         } catch {
-            router.close(with: .daemonUnavailable("the hello to protd failed: \(error.message)"))
+            router.close(with: .daemonUnavailable("the hello to protd failed with a \(error.code) error"))
             try? await asyncChannel.channel.close()
             await reader.value
             // An error the daemon sent (tooManyConnections) says more than
@@ -119,7 +123,7 @@ final class Connection: Sendable {
             try await outbound.write(request.frame(requestID: id))
         } catch {
             router.discard(id)
-            throw router.failure ?? .daemonUnavailable("cannot send the hello to protd: \(error)")
+            throw router.failure ?? .daemonUnavailable("cannot send the hello to protd: \(ConnectionFailure.reason(error))")
         }
         let response = try await router.wait(for: id).get().first
         guard case .helloAccepted(let version, let maximumFrameLength, let uid, let gid) = response else {
@@ -150,7 +154,7 @@ final class Connection: Sendable {
                 } catch let violation as ProtocolViolation where channel.isActive {
                     router.close(with: .protocolError("protd sent a malformed frame: \(violation.message)"))
                 } catch {
-                    router.close(with: .daemonUnavailable("the connection to protd failed: \(error)"))
+                    router.close(with: .daemonUnavailable("the connection to protd failed: \(ConnectionFailure.reason(error))"))
                 }
             }
         } catch {
@@ -161,16 +165,19 @@ final class Connection: Sendable {
 
     // MARK: Sending
 
-    /// Sends `request` and returns the slot its answer will arrive in.
-    func submit(_ request: Request, shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
-        try await submit([request], shape: shape)
+    /// Sends `request` and returns the slot its answer will arrive in,
+    /// within `timeout` (the connection's when nil).
+    func submit(_ request: Request, shape: AnswerShape = .single,
+                timeout: Duration? = nil) async throws(DataProtectionError) -> PendingAnswer {
+        try await submit([request], shape: shape, timeout: timeout)
     }
 
     /// Sends `requests` under one new request id, in a single write (a small
     /// whole-file write: begin, chunk and end in one system call), and
     /// returns the slot the answer will arrive in.
-    func submit(_ requests: [Request], shape: AnswerShape = .single) async throws(DataProtectionError) -> PendingAnswer {
-        let id = try router.register(shape)
+    func submit(_ requests: [Request], shape: AnswerShape = .single,
+                timeout: Duration? = nil) async throws(DataProtectionError) -> PendingAnswer {
+        let id = try router.register(shape, timeout: timeout)
         let pending = PendingAnswer(requestID: id, router: router)
         try await send(frames: requests.map { $0.frame(requestID: id) })
         return pending
@@ -188,9 +195,10 @@ final class Connection: Sendable {
         return first
     }
 
-    /// Sends `request` and expects `.ok`.
-    func expectOK(_ request: Request, _ what: String) async throws(DataProtectionError) {
-        let response = try await single(request)
+    /// Sends `request` and expects `.ok` within `timeout` (the connection's when nil).
+    func expectOK(_ request: Request, _ what: String, timeout: Duration? = nil) async throws(DataProtectionError) {
+        let frames = try await submit(request, timeout: timeout).frames()
+        guard let response = frames.first else { throw .protocolError("protd sent an empty answer") }
         guard case .ok = response else { throw .unexpected(response, to: what) }
     }
 
@@ -213,15 +221,21 @@ final class Connection: Sendable {
         channel.eventLoop.submit {}
     }
 
-    /// Sends frames already built (with their request ids) in a single write.
+    /// Sends frames already built (with their request ids) in a single
+    /// write. Waits (suspended) while the socket is full, at most the
+    /// connection's timeout: then the connection is closed as stalled.
     func send(frames: [Frame]) async throws(DataProtectionError) {
         if let closed = router.closedError { throw closed }
+        let token = router.beginSend()
+        defer { router.endSend(token) }
         do {
             try await outbound.write(contentsOf: frames)
         } catch {
-            if let closed = router.closedError { throw closed }
+            // The send in progress fails with what closed the connection
+            // (a stalled daemon's timedOut); later calls with closedError.
+            if let failure = router.failure { throw failure }
             if Task.isCancelled { throw .cancelled }
-            throw .daemonUnavailable("cannot send to protd: \(error)")
+            throw .daemonUnavailable("cannot send to protd: \(ConnectionFailure.reason(error))")
         }
     }
 
@@ -250,7 +264,7 @@ final class Connection: Sendable {
 
     /// Closes the socket; waiting and later calls fail with `daemonUnavailable`.
     func close() async {
-        router.close(with: .daemonUnavailable("the client closed its connection to protd"))
+        router.close(with: .clientClosed("this client's close method was called"))
         outbound.finish()
         try? await channel.close()
         await reader.value

@@ -1,4 +1,4 @@
-public import ProtectionCore
+public import ProtectionModel
 internal import ProtectionWire
 
 /// The daemon's lock state and failed-attempt record, as `status()` and

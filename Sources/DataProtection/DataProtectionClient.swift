@@ -16,7 +16,17 @@ internal import Darwin
 /// and later call fails with `.daemonUnavailable` and `events` finishes.
 /// Cancelling a task ends its wait with `.cancelled` (a request already sent
 /// may still be carried out).
+///
+/// No call blocks a thread: every wait for the daemon suspends the task,
+/// and each one (an answer, or room in the socket for the next chunk of a
+/// large write) is bounded by `requestTimeout` (60 seconds unless given to
+/// `connect`), after which it fails with `.timedOut`. A daemon that takes no
+/// data for that long is treated as stalled and the connection is closed.
+/// A waiting `lock(grace:waitUntilLocked:)` adds the grace period to it.
+/// Iterating `events` waits for events without a limit: cancel the task to stop.
 public final class DataProtectionClient: Sendable {
+    /// How long one wait for the daemon may last unless `connect` is told otherwise.
+    public static let defaultRequestTimeout = Duration.seconds(60)
     /// Where protd listens unless told otherwise.
     public static let defaultSocketPath = "/run/protd/protd.sock"
     /// The environment variable that overrides `defaultSocketPath`.
@@ -40,7 +50,7 @@ public final class DataProtectionClient: Sendable {
 
     let connection: Connection
     let subscription = Subscription()
-    /// The name given to `connect`, for the connections of direct writes and reads.
+    /// The name given to `connect`.
     let clientName: String
 
     private init(socketPath: String, clientName: String, connection: Connection) {
@@ -55,12 +65,17 @@ public final class DataProtectionClient: Sendable {
     /// variable `PROTD_SOCKET` if set and not empty, else `defaultSocketPath`.
     /// Fails with `.daemonUnavailable` when the socket cannot be reached
     /// (missing, refused, not permitted) and `.unsupportedVersion` when the
-    /// daemon speaks another protocol version.
+    /// daemon speaks another protocol version. `requestTimeout` bounds each
+    /// wait for the daemon (at least one second).
     public static func connect(socketPath: String? = nil,
-                               clientName: String = DataProtectionClient.defaultClientName)
+                               clientName: String = DataProtectionClient.defaultClientName,
+                               requestTimeout: Duration = DataProtectionClient.defaultRequestTimeout)
         async throws(DataProtectionError) -> DataProtectionClient {
+        guard requestTimeout >= .seconds(1) else {
+            throw .invalidArgument("the request timeout must be at least one second")
+        }
         let path = socketPath ?? environmentSocketPath() ?? defaultSocketPath
-        let connection = try await Connection.open(socketPath: path, clientName: clientName)
+        let connection = try await Connection.open(socketPath: path, clientName: clientName, timeout: requestTimeout)
         return DataProtectionClient(socketPath: path, clientName: clientName, connection: connection)
     }
 
@@ -124,7 +139,14 @@ public final class DataProtectionClient: Sendable {
     /// acknowledgement, like any other subscriber's, until the grace period ends.
     public func lock(grace: Duration? = nil, waitUntilLocked: Bool = true) async throws(DataProtectionError) {
         let milliseconds = try grace.map { duration throws(DataProtectionError) in try Self.milliseconds(duration) }
-        try await connection.expectOK(.lock(graceMilliseconds: milliseconds, waitUntilLocked: waitUntilLocked), "lock")
+        var timeout: Duration? = nil
+        if waitUntilLocked {
+            // The answer comes when the grace period ends at the latest.
+            let period = if let grace { grace } else { try await status().gracePeriod }
+            timeout = connection.router.timeout + period
+        }
+        try await connection.expectOK(.lock(graceMilliseconds: milliseconds, waitUntilLocked: waitUntilLocked), "lock",
+                                      timeout: timeout)
     }
 
     /// Unlocks with the passcode. Fails with `.wrongPasscode` or, after

@@ -1,9 +1,9 @@
 // Applications write `import DataProtection` and nothing else: the two
 // model types that appear in this library's API are re-exported one by one
-// (not the whole of ProtectionCore, whose other types are the daemon's), so
+// (not the whole of ProtectionModel), so
 // their cases such as `.complete` and `.unlocked` are usable directly.
-@_exported public import enum ProtectionCore.ProtectionClass
-@_exported public import enum ProtectionCore.LockState
+@_exported public import enum ProtectionModel.ProtectionClass
+@_exported public import enum ProtectionModel.LockState
 
 /// Apple's name for `ProtectionClass`: `.complete`, `.completeUnlessOpen`,
 /// `.completeUntilFirstUserAuthentication` (the default) and `.none`.

@@ -1,4 +1,4 @@
-public import ProtectionCore
+public import ProtectionModel
 internal import ProtectionWire
 
 /// A file's name, class, size and modification time, as `list` and

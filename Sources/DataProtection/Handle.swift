@@ -1,4 +1,4 @@
-public import ProtectionCore
+public import ProtectionModel
 internal import NIOCore
 internal import ProtectionWire
 internal import Synchronization
@@ -49,7 +49,7 @@ extension ProtectedFile {
             // for what arrives: a count far past the end of the file (a
             // "read everything") costs no more than the file.
             let (end, overflow) = offset.addingReportingOverflow(UInt64(count))
-            var reads = ReadAhead(source: self, start: offset, end: overflow ? .max : end)
+            var reads = ReadAhead(handle: self, start: offset, end: overflow ? .max : end)
             var content: [UInt8] = []
             content.reserveCapacity(min(count, FileChunks.readAhead * connection.maximumChunkSize))
             while let piece = try await reads.next() { content.append(contentsOf: piece) }
@@ -68,7 +68,7 @@ extension ProtectedFile {
                 let end = min(start + connection.maximumChunkSize, data.count)
                 let (position, overflow) = offset.addingReportingOverflow(UInt64(start))
                 guard !overflow else { throw .invalidArgument("offset \(offset) plus \(data.count) bytes is past the largest file") }
-                let content = SharedArrayBuffer.buffer(sharing: data[start..<end])
+                let content = ByteBuffer(bytes: data[start..<end])
                 answers.append(try await connection.submit(.handleWrite(handle: handle, offset: position, data: content)))
                 start = end
             } while start < data.count
@@ -83,7 +83,7 @@ extension ProtectedFile {
             var start = 0
             repeat {
                 let end = min(start + connection.maximumChunkSize, data.count)
-                let content = SharedArrayBuffer.buffer(sharing: data[start..<end])
+                let content = ByteBuffer(bytes: data[start..<end])
                 answers.append(try await connection.submit(.handleAppend(handle: handle, data: content)))
                 start = end
             } while start < data.count
@@ -151,10 +151,7 @@ extension ProtectedFile {
     }
 }
 
-extension ProtectedFile.Handle: ChunkReads {
-    /// The largest piece one read returns: the connection's chunk.
-    var chunkSize: Int { connection.maximumChunkSize }
-
+extension ProtectedFile.Handle {
     /// Sends one `handleRead` of at most one chunk.
     func submitRead(offset: UInt64, length: Int) async throws(DataProtectionError) -> PendingAnswer {
         try checkOpen()
@@ -169,9 +166,6 @@ extension ProtectedFile.Handle: ChunkReads {
             throw frames.first.map { DataProtectionError.unexpected($0, to: "handleRead") }
                 ?? .protocolError("protd sent an empty answer to handleRead")
         }
-        return Array(data.readableBytesView)
+        return data.readableByteArray
     }
-
-    /// Nothing to do: the shared connection drops an answer nobody waits for.
-    func discard(_ answer: PendingAnswer) async {}
 }

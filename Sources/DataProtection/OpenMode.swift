@@ -1,4 +1,4 @@
-public import ProtectionCore
+public import ProtectionModel
 internal import ProtectionWire
 
 /// How `ProtectedFile.open` treats an existing or missing file.

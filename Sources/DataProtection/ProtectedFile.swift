@@ -1,4 +1,4 @@
-public import ProtectionCore
+public import ProtectionModel
 internal import NIOCore
 internal import ProtectionWire
 
@@ -23,23 +23,14 @@ public struct ProtectedFile: Sendable {
     /// in class `protection` if needed (an existing file is rewritten in
     /// `protection` too). With `durable` the daemon syncs to disk before it
     /// answers. Returns the number of bytes written. Content larger than
-    /// `maximumChunkSize` is sent in pieces, as a direct write on a
-    /// connection of its own (see `write(contentsOf:protection:durable:)`).
+    /// `maximumChunkSize` is streamed in chunks with backpressure (see
+    /// `write(contentsOf:protection:durable:)`).
     @discardableResult
     public func write(_ data: [UInt8], protection: ProtectionClass = .default,
                       durable: Bool = true) async throws(DataProtectionError) -> UInt64 {
         if data.count <= connection.maximumChunkSize {
             return try await WriteSession.writeWhole(connection, name: name, protection: protection, durable: durable,
                                                      content: data[...])
-        }
-        if let direct = try beginDirectWrite(protection: protection, durable: durable) {
-            do {
-                try direct.send(data)
-                return try direct.finish()
-            } catch {
-                direct.abandon()
-                throw error
-            }
         }
         var session = try await WriteSession.begin(connection, name: name, protection: protection, durable: durable)
         do {
@@ -67,17 +58,11 @@ public struct ProtectedFile: Sendable {
 
     /// Replaces the file's content atomically with the concatenation of
     /// `chunks`, streaming. A source that ends within one chunk
-    /// (`maximumChunkSize`) is sent as one whole write. A longer one goes
-    /// as a direct write on a connection of its own: each chunk leaves
-    /// straight from the source's elements with one system call, and the
-    /// daemon reads it straight into its batches; sending blocks the
-    /// calling thread while the daemon catches up. When the daemon refuses
-    /// a direct write (it runs as many as it allows, or predates them), or
-    /// no connection can be made for it, the write goes on the shared
-    /// connection instead, where at most a few chunks are on their way at
-    /// a time (their elements stay alive until the socket has their
-    /// bytes). Either way a chunk that spans elements is gathered in a
-    /// buffer of the write's own.
+    /// (`maximumChunkSize`) is sent as one whole write; a longer one as
+    /// `maximumChunkSize` pieces on the client's connection, with at most a
+    /// few on their way at a time: a slow daemon slows the source instead
+    /// of filling memory. Sending suspends, never blocks a thread, and
+    /// ends with `.cancelled` when the task is cancelled.
     ///
     /// If the source throws, the write is abandoned (the old content stays)
     /// and the source's error is rethrown; every other failure is a
@@ -98,41 +83,11 @@ public struct ProtectedFile: Sendable {
             head += element
         }
         guard let crossing else { return try await write(head, protection: protection, durable: durable) }
-        if let direct = try beginDirectWrite(protection: protection, durable: durable) {
-            do {
-                try direct.send(head)
-                try direct.send(crossing)
-                while let element = try await source.next() {
-                    if Task.isCancelled { throw DataProtectionError.cancelled }
-                    try direct.send(element)
-                }
-                return try direct.finish()
-            } catch {
-                direct.abandon()
-                throw error
-            }
-        }
-        return try await writeOnSharedConnection(head + crossing, then: &source, protection: protection,
-                                                 durable: durable)
+        return try await writeStreamed(head + crossing, then: &source, protection: protection, durable: durable)
     }
 
-    /// A direct write of this file on a connection of its own; nil when the
-    /// daemon refuses one or no connection can be made (no descriptor left,
-    /// the socket's path removed): the write then goes on the shared
-    /// connection, which fails in turn if the daemon is really gone.
-    private func beginDirectWrite(protection: ProtectionClass, durable: Bool)
-        throws(DataProtectionError) -> DirectWriteConnection? {
-        do {
-            return try DirectWriteConnection.begin(socketPath: client.socketPath, clientName: client.clientName,
-                                                   name: name, protection: protection, durable: durable)
-        } catch .daemonUnavailable(_) {
-            return nil
-        }
-    }
-
-    /// A streamed write on the client's shared connection (`WriteSession`):
-    /// `first`, then the rest of `source`.
-    private func writeOnSharedConnection<Source: AsyncIteratorProtocol>(
+    /// A streamed write (`WriteSession`): `first`, then the rest of `source`.
+    private func writeStreamed<Source: AsyncIteratorProtocol>(
         _ first: [UInt8], then source: inout Source, protection: ProtectionClass, durable: Bool
     ) async throws -> UInt64 where Source.Element == [UInt8] {
         var session = try await WriteSession.begin(connection, name: name, protection: protection, durable: durable)
@@ -191,7 +146,7 @@ public struct ProtectedFile: Sendable {
         })
         for frame in frames {
             switch frame {
-            case .dataChunk(let data): content.append(contentsOf: data.readableBytesView)
+            case .dataChunk(let data): data.appendReadableBytes(to: &content)
             case .end: break
             default: throw .unexpected(frame, to: "read")
             }

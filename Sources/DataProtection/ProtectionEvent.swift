@@ -1,4 +1,4 @@
-public import ProtectionCore
+public import ProtectionModel
 internal import ProtectionWire
 
 /// A change of the daemon's lock state, pushed to subscribed clients.

@@ -1,3 +1,4 @@
+internal import NIOCore
 internal import ProtectionWire
 internal import Synchronization
 
@@ -15,7 +16,13 @@ enum AnswerShape: Sendable {
 ///
 /// Every slot is either waiting for frames, or holds its outcome until the
 /// caller collects it. Answers for ids nobody waits for any more (a
-/// cancelled or abandoned request) are dropped.
+/// cancelled, timed-out or abandoned request) are dropped.
+///
+/// Every wait is bounded: each slot, and each send that waits for room in
+/// the socket, has a deadline (`timeout` from when it began). A sweep on
+/// the event loop, armed only while something waits, settles a slot past
+/// its deadline with `.timedOut`; a send past its deadline means the daemon
+/// stopped reading, so the connection is closed with `.timedOut`.
 final class RequestRouter: Sendable {
     /// The outcome of a request: its frames (the last may be `.error`), or
     /// why the connection could not deliver them.
@@ -34,6 +41,9 @@ final class RequestRouter: Sendable {
 
     private struct Slot {
         var shape: AnswerShape
+        /// How long the answer may take, and when that ends.
+        var timeout: Duration
+        var deadline: ContinuousClock.Instant
         var frames: [Response] = []
         var outcome: Outcome?
         var waiter: CheckedContinuation<Outcome, Never>?
@@ -49,11 +59,32 @@ final class RequestRouter: Sendable {
         var subscribed = false
         /// Set once the connection is closed: why.
         var failure: DataProtectionError?
+        /// Sends in progress, by token: when each must have finished.
+        var sends: [UInt64: ContinuousClock.Instant] = [:]
+        var nextSendToken: UInt64 = 0
+        /// Whether a sweep is scheduled.
+        var sweepArmed = false
+        /// The channel a send timeout closes, once the connection is open.
+        var channel: (any Channel)?
     }
 
     private let state = Mutex(State())
+    /// How long one wait for the daemon may last (see `DataProtectionClient.connect`).
+    let timeout: Duration
+    /// The loop the sweeps run on: the connection's.
+    private let loop: any EventLoop
+    /// How often a sweep looks for waits past their deadline while any wait.
+    static let sweepInterval = TimeAmount.milliseconds(250)
 
-    init() {}
+    init(loop: any EventLoop, timeout: Duration) {
+        self.loop = loop
+        self.timeout = timeout
+    }
+
+    /// The channel to close when a send times out.
+    func attach(_ channel: any Channel) {
+        state.withLock { $0.channel = channel }
+    }
 
     // MARK: Requests
 
@@ -65,14 +96,83 @@ final class RequestRouter: Sendable {
         }
     }
 
-    /// Takes the next request id and a slot for its answer.
-    func register(_ shape: AnswerShape) throws(DataProtectionError) -> UInt32 {
-        try state.withLock { state throws(DataProtectionError) in
+    /// Takes the next request id and a slot for its answer, which must
+    /// come within `timeout` (the router's when nil).
+    func register(_ shape: AnswerShape, timeout: Duration? = nil) throws(DataProtectionError) -> UInt32 {
+        let limit = timeout ?? self.timeout
+        let deadline = ContinuousClock.now + limit
+        let (id, arm) = try state.withLock { state throws(DataProtectionError) in
             if let failure = state.failure { throw Self.laterCallError(failure) }
             let id = Self.takeID(&state)
-            state.slots[id] = Slot(shape: shape)
-            return id
+            state.slots[id] = Slot(shape: shape, timeout: limit, deadline: deadline)
+            return (id, Self.claimSweep(&state))
         }
+        if arm { scheduleSweep() }
+        return id
+    }
+
+    // MARK: Sends
+
+    /// Marks the start of a send that may wait for room in the socket;
+    /// pass the token to `endSend` when it returns.
+    func beginSend() -> UInt64 {
+        let deadline = ContinuousClock.now + timeout
+        let (token, arm) = state.withLock { state in
+            let token = state.nextSendToken
+            state.nextSendToken += 1
+            state.sends[token] = deadline
+            return (token, Self.claimSweep(&state))
+        }
+        if arm { scheduleSweep() }
+        return token
+    }
+
+    /// Marks the end of the send `token`.
+    func endSend(_ token: UInt64) {
+        _ = state.withLock { $0.sends.removeValue(forKey: token) }
+    }
+
+    // MARK: Deadlines
+
+    /// Arms a sweep unless one is armed; true when the caller must schedule it.
+    private static func claimSweep(_ state: inout State) -> Bool {
+        guard !state.sweepArmed, state.failure == nil else { return false }
+        state.sweepArmed = true
+        return true
+    }
+
+    private func scheduleSweep() {
+        loop.scheduleTask(in: Self.sweepInterval) { [weak self] in self?.sweep() }
+    }
+
+    /// Settles the slots past their deadline with `.timedOut`; closes the
+    /// connection when a send is past its deadline; re-arms while anything waits.
+    private func sweep() {
+        let now = ContinuousClock.now
+        let (expired, stalledChannel, rearm) = state.withLock { state in
+            var expired: [(CheckedContinuation<Outcome, Never>, DataProtectionError)] = []
+            for (id, var slot) in state.slots where slot.outcome == nil && slot.deadline <= now {
+                let error = DataProtectionError.timedOut(
+                    "protd did not answer within \(slot.timeout.components.seconds) seconds")
+                if let waiter = slot.waiter {
+                    state.slots[id] = nil
+                    expired.append((waiter, error))
+                } else {
+                    slot.outcome = .failure(error)
+                    slot.frames = []
+                    state.slots[id] = slot
+                }
+            }
+            let stalled = state.sends.values.contains { $0 <= now } ? state.channel : nil
+            state.sweepArmed = state.failure == nil && (!state.slots.isEmpty || !state.sends.isEmpty)
+            return (expired, stalled, state.sweepArmed)
+        }
+        for (waiter, error) in expired { waiter.resume(returning: .failure(error)) }
+        if let stalledChannel {
+            close(with: .timedOut("protd took no data for \(timeout.components.seconds) seconds, so the connection was closed"))
+            stalledChannel.close(promise: nil)
+        }
+        if rearm { scheduleSweep() }
     }
 
     /// The outcome of `id` if it is already known, without collecting it.
@@ -278,9 +378,12 @@ final class RequestRouter: Sendable {
         return id
     }
 
-    /// Calls made after the connection closed fail as `daemonUnavailable`.
+    /// Calls made after the connection closed fail as `daemonUnavailable`
+    /// (or `clientClosed`, when this client closed it).
     private static func laterCallError(_ failure: DataProtectionError) -> DataProtectionError {
-        if case .daemonUnavailable = failure { return failure }
-        return .daemonUnavailable("the connection to protd was closed after an error: \(failure.description)")
+        switch failure {
+        case .daemonUnavailable, .clientClosed: failure
+        default: .daemonUnavailable("the connection to protd was closed after a \(failure.code) error")
+        }
     }
 }

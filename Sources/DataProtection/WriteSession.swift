@@ -1,4 +1,4 @@
-internal import ProtectionCore
+internal import ProtectionModel
 internal import NIOCore
 internal import ProtectionWire
 
@@ -65,7 +65,7 @@ struct WriteSession {
                            content: ArraySlice<UInt8>) async throws(DataProtectionError) -> UInt64 {
         if Task.isCancelled { throw .cancelled }
         let begin = Request.writeBegin(name: try WireText.name(name), protection: protection, durable: durable)
-        let chunk = content.isEmpty ? [] : [Request.writeChunk(SharedArrayBuffer.buffer(sharing: content))]
+        let chunk = content.isEmpty ? [] : [Request.writeChunk(ByteBuffer(bytes: content))]
         let pending = try await connection.submit([begin] + chunk + [.writeEnd])
         return try await writtenSize(pending)
     }
@@ -106,15 +106,14 @@ struct WriteSession {
         try? await connection.send(.writeAbort, requestID: pending.requestID)
     }
 
-    /// Sends one chunk, read in place from the caller's array
-    /// (`SharedArrayBuffer`), once the event loop has taken the chunk
-    /// `chunksAhead` back.
+    /// Sends one chunk (copied into a frame buffer), once the event loop
+    /// has taken the chunk `chunksAhead` back.
     private mutating func sendChunk(_ bytes: ArraySlice<UInt8>) async throws(DataProtectionError) {
         if barriers.count == Self.chunksAhead {
             try? await barriers.removeFirst().get()
         }
         try checkBeforeSending()
-        try await connection.send(.writeChunk(SharedArrayBuffer.buffer(sharing: bytes)), requestID: pending.requestID)
+        try await connection.send(.writeChunk(ByteBuffer(bytes: bytes)), requestID: pending.requestID)
         barriers.append(connection.loopBarrier())
     }
 

@@ -14,8 +14,6 @@ final class Connection {
     private let outbound: NIOAsyncChannelOutboundWriter<Frame>
     /// Where the hub writes this connection's events, once it subscribes.
     private let events: EventSinkReference
-    /// The connection's channel: a direct write stops it reading meanwhile.
-    private let channel: any Channel
     private let logger: Logger
     private var handles: [UInt32: ProtectedFileHandle] = [:]
     private var nextHandle: UInt32 = 1
@@ -32,12 +30,11 @@ final class Connection {
     private var chunkSize: Int { WireProtocol.chunkSize(forFrameLimit: context.maximumFrameLength) }
 
     init(peer: PeerCredentials, context: ConnectionContext, outbound: NIOAsyncChannelOutboundWriter<Frame>,
-         events: EventSinkReference, channel: any Channel) {
+         events: EventSinkReference) {
         self.peer = peer
         self.context = context
         self.outbound = outbound
         self.events = events
-        self.channel = channel
         var logger = context.logger
         logger[metadataKey: "protd.peer.uid"] = "\(peer.uid)"
         logger[metadataKey: "protd.peer.pid"] = "\(peer.pid)"
@@ -94,7 +91,6 @@ final class Connection {
     /// Answers one request; failures become error answers, except
     /// protocol violations, which end the connection.
     private func serve(_ request: Request, id: UInt32) async throws {
-        defer { if Self.endsAStream(request) { ChunkBodyPool.releaseFreeBlocks() } }
         do {
             if let answer = try await answer(request, id: id) {
                 try await send(answer, id: id)
@@ -169,8 +165,6 @@ final class Connection {
                 throw error
             }
             return nil
-        case .writeDirect(let name, let protection, let durable):
-            return try await directWrite(to: try FileName(name), protection: protection, durable: durable, id: id)
         case .writeChunk(let data):
             if answeredWrites.contains(id) { return nil }
             guard let pending = writes[id] else { throw WireError(.invalidArgument, "no write in progress for request \(id)") }
@@ -279,49 +273,6 @@ final class Connection {
 
     // MARK: - Helpers
 
-    /// A write whose frames a thread of its own reads from the socket
-    /// (`DirectWrite`): begun as `writeBegin` is, then `ok` as the client's
-    /// go-ahead; answered with the size, or an error as soon as it fails.
-    private func directWrite(to name: FileName, protection: ProtectionClass, durable: Bool, id: UInt32)
-        async throws -> Response? {
-        try claimWriteID(id)
-        guard DirectWrite.reserve() else {
-            throw WireError(.tooManyConnections, "the daemon runs \(DirectWrite.maximumRunning) direct writes already; "
-                            + "send this one with writeBegin")
-        }
-        defer { DirectWrite.release() }
-        try ensureRoomForAnotherFile()
-        let pending = try context.store.beginWrite(to: name, in: namespace, protection: protection, durable: durable,
-                                                   overlapped: true)
-        let socket: DirectWriteSocket
-        do {
-            socket = try await DirectWriteSocket.take(from: channel)
-        } catch {
-            pending.abort()
-            throw error
-        }
-        defer { socket.close() }
-        let outcome: DirectWrite.Outcome
-        do {
-            try await send(.ok, id: id)
-            let events = events
-            outcome = try await DirectWrite.run(pending, from: socket, requestID: id, maximumChunk: chunkSize) { error in
-                events.answer(Response.error(WireError(serving: error)).frame(requestID: id))
-            }
-        } catch {
-            pending.abort()
-            // A violation closes the connection; anything else leaves it to NIO again.
-            if !(error is ProtocolViolation) { await DirectWriteSocket.resume(channel) }
-            throw error
-        }
-        await DirectWriteSocket.resume(channel)
-        switch outcome {
-        case .committed(let size): return .size(UInt64(size))
-        case .aborted: return .ok
-        case .failed: return nil
-        }
-    }
-
     /// Streams `length` bytes from `offset` as data chunks, then `end`.
     private func streamRead(name: String, offset: UInt64, length: UInt64, id: UInt32) async throws {
         let store = context.store
@@ -404,15 +355,6 @@ final class Connection {
         guard handles.count + writes.count < context.maximumOpenHandles else {
             throw WireError(.tooManyHandles, "this connection already has \(handles.count) open handles and "
                             + "\(writes.count) writes in progress; close or finish some first")
-        }
-    }
-
-    /// Whether `request` ends a stream of data chunks, after which the
-    /// pooled copies of its chunks are unmapped.
-    private static func endsAStream(_ request: Request) -> Bool {
-        switch request {
-        case .writeEnd, .writeAbort, .handleClose: true
-        default: false
         }
     }
 

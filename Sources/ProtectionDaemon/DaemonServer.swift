@@ -54,8 +54,7 @@ public final class DaemonServer: Service {
             PeerCredentials.read(from: channel).flatMapThrowing { peer in
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength,
-                                                      copyThreshold: FrameDecoder.chunkCopyThreshold,
-                                                      copyAllocator: ChunkBodyPool.allocator)))
+                                                      copyThreshold: FrameDecoder.chunkCopyThreshold)))
                 let events = try EventSinkReference.install(in: channel)
                 try channel.pipeline.syncOperations.addHandler(FrameWriter())
                 return AcceptedConnection(peer: peer, events: events,
@@ -114,9 +113,6 @@ public final class DaemonServer: Service {
     }
 
     private func serve(_ accepted: AcceptedConnection) async {
-        // Chunks the connection left behind (a write cut off, a refused
-        // client's frames) go back to the pool as it closes: unmap them.
-        defer { ChunkBodyPool.releaseFreeBlocks() }
         let (connection, peer) = (accepted.channel, accepted.peer)
         // Administrators get a few slots beyond the limit, so that clients
         // holding every ordinary one cannot keep them from locking.
@@ -150,8 +146,7 @@ public final class DaemonServer: Service {
         defer { registry.remove(connection.channel) }
         do {
             try await connection.executeThenClose { inbound, outbound in
-                await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events,
-                                 channel: connection.channel)
+                await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events)
                     .run(inbound: inbound)
             }
         } catch {

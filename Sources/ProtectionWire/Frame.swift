@@ -14,10 +14,8 @@ public struct Frame: Sendable, Equatable {
     /// The end of the body, kept in a buffer of its own and sent from there:
     /// file content a client sends from where its caller holds it, instead
     /// of copying it behind the fields. Outgoing frames only (a decoded
-    /// frame has none; `Request(frame:)` reads `wholeBody`). Only read: a
-    /// client's tail may be the caller's array itself (`SharedArrayBuffer`
-    /// in DataProtection), which a buffer that is the storage's only owner
-    /// would write in place. Frames compare body and tail each, so two with
+    /// frame has none; `Request(frame:)` reads `wholeBody`). Frames
+    /// compare body and tail each, so two with
     /// the same bytes on the wire, cut differently, are not equal.
     public var tail: ByteBuffer?
 
@@ -66,8 +64,6 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
     /// together by NIO's cumulation, a second copy); shorter ones (all, when
     /// nil) stay slices of it.
     public let copyThreshold: Int?
-    /// Where the copies' memory comes from.
-    public let copyAllocator: ByteBufferAllocator
     /// A body being copied out as it arrives: its frame's type and id, the
     /// body so far, and how many bytes it still lacks.
     private var partial: (type: UInt8, requestID: UInt32, body: ByteBuffer, missing: Int)?
@@ -83,10 +79,9 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
 
     /// Makes a decoder with a hard size limit, copying out bodies of
     /// `copyThreshold` bytes or more.
-    public init(maximumFrameLength: Int, copyThreshold: Int? = nil, copyAllocator: ByteBufferAllocator = ByteBufferAllocator()) {
+    public init(maximumFrameLength: Int, copyThreshold: Int? = nil) {
         self.maximumFrameLength = maximumFrameLength
         self.copyThreshold = copyThreshold
-        self.copyAllocator = copyAllocator
     }
 
     public mutating func decode(buffer: inout ByteBuffer) throws -> Frame? {
@@ -108,7 +103,7 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
             guard buffer.readableBytes >= Frame.prefixByteCount else { return nil }
             buffer.moveReaderIndex(forwardBy: 4)
             partial = (buffer.readInteger()!, buffer.readInteger(endianness: .big)!,
-                       copyAllocator.buffer(capacity: bodyLength), bodyLength)
+                       ByteBufferAllocator().buffer(capacity: bodyLength), bodyLength)
             return continuePartial(from: &buffer)
         }
         guard buffer.readableBytes >= 4 + Int(length) else { return nil }

@@ -30,7 +30,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case acknowledge = 0x18
     case handleSync = 0x19
     case writeAbort = 0x1A
-    case writeDirect = 0x1B
+    // 0x1B was writeDirect in protocol version 1; it is not used.
 
     // Responses (daemon to client).
     case ok = 0x80
@@ -53,8 +53,10 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
 
 /// Protocol constants.
 public enum WireProtocol {
-    /// The only protocol version so far.
-    public static let version: UInt16 = 1
+    /// The protocol version this code speaks: 2 (version 1 also had
+    /// `writeDirect`, a write whose chunks the daemon read from the socket
+    /// itself).
+    public static let version: UInt16 = 2
     /// The largest content chunk either side puts in one frame, where the
     /// daemon's frame limit has room for it (the default limit does; the
     /// smallest holds `minimumChunkSize`): see `chunkSize(forFrameLimit:)`,

@@ -1,5 +1,5 @@
 public import NIOCore
-public import ProtectionCore
+public import ProtectionModel
 
 /// Everything a client can ask (docs/PROTOCOL.md, "Requests").
 public enum Request: Sendable, Equatable {
@@ -24,10 +24,6 @@ public enum Request: Sendable, Equatable {
     case writeEnd
     /// Abandon the write in progress; the old content stays.
     case writeAbort
-    /// Start a whole-file write whose chunks the daemon reads from the
-    /// socket itself (`DirectWriteStream`): after its `ok` the connection
-    /// carries only this write's frames until its answer.
-    case writeDirect(name: String, protection: ProtectionClass, durable: Bool)
     /// Read `length` bytes from `offset` (`WireProtocol.toEnd` = all); the
     /// answer streams as `dataChunk` frames then `end`.
     case read(name: String, offset: UInt64, length: UInt64)
@@ -72,7 +68,6 @@ public enum Request: Sendable, Equatable {
         case .passwd: .passwd
         case .erase: .erase
         case .writeBegin: .writeBegin
-        case .writeDirect: .writeDirect
         case .writeChunk: .writeChunk
         case .writeEnd: .writeEnd
         case .writeAbort: .writeAbort
@@ -114,7 +109,7 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(UInt8(old == nil ? 0 : 1))
             body.writeWireBytes(old ?? [])
             body.writeWireBytes(new)
-        case .writeBegin(let name, let protection, let durable), .writeDirect(let name, let protection, let durable):
+        case .writeBegin(let name, let protection, let durable):
             body.writeWireString(name)
             body.writeInteger(protection.rawValue)
             body.writeInteger(UInt8(durable ? 1 : 0))
@@ -160,7 +155,7 @@ public enum Request: Sendable, Equatable {
     /// The frame of this request, which carries file content: `fields`, then
     /// the content's length in the body, and the content itself as the
     /// frame's tail, sent from the buffer it is in without being copied
-    /// (for the client library, the caller's array: `SharedArrayBuffer`).
+    /// behind the fields.
     private func contentFrame(requestID: UInt32, fields: ByteBuffer, content: ByteBuffer) -> Frame {
         var body = fields
         body.writeInteger(UInt32(content.readableBytes), endianness: .big)
@@ -198,9 +193,6 @@ public enum Request: Sendable, Equatable {
         case .writeBegin:
             self = .writeBegin(name: try body.readWireString("name"), protection: try body.readWireProtection(),
                                durable: try body.readWireBool("durable"))
-        case .writeDirect:
-            self = .writeDirect(name: try body.readWireString("name"), protection: try body.readWireProtection(),
-                                durable: try body.readWireBool("durable"))
         case .writeChunk:
             self = .writeChunk(try body.readWireBuffer("data"))
         case .read:

@@ -1,5 +1,5 @@
 public import NIOCore
-public import ProtectionCore
+public import ProtectionModel
 
 /// Everything the daemon sends (docs/PROTOCOL.md, "Responses" and "Events").
 public enum Response: Sendable, Equatable {

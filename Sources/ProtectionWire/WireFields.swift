@@ -1,5 +1,5 @@
 internal import NIOCore
-public import ProtectionCore
+public import ProtectionModel
 
 /// Field encodings shared by every message: integers are big endian,
 /// strings are `u16 length | UTF-8`, byte strings are `u32 length | bytes`.

@@ -1,5 +1,5 @@
 internal import NIOCore
-public import ProtectionCore
+public import ProtectionModel
 
 /// How `open` treats an existing or missing file.
 public enum WireOpenMode: UInt8, Sendable, Equatable {
@@ -147,26 +147,6 @@ public enum WireErrorCode: UInt16, Sendable, Equatable, CaseIterable {
     case tooManyConnections = 18
     case internalError = 19
     case cipherUnavailable = 20
-
-    /// The wire code for a ProtectionCore error code.
-    public init(_ code: ProtectionError.Code) {
-        switch code {
-        case .protectedDataUnavailable: self = .protectedDataUnavailable
-        case .notFound: self = .notFound
-        case .alreadyExists: self = .alreadyExists
-        case .invalidName: self = .invalidName
-        case .integrityFailure: self = .integrityFailure
-        case .wrongPasscode: self = .wrongPasscode
-        case .rateLimited: self = .rateLimited
-        case .erasedAfterFailedAttempts: self = .erasedAfterFailedAttempts
-        case .noPasscodeSet: self = .noPasscodeSet
-        case .invalidArgument: self = .invalidArgument
-        case .handleClosed: self = .handleClosed
-        case .keyBagCorrupt: self = .keyBagCorrupt
-        case .ioFailure: self = .ioFailure
-        case .cipherUnavailable: self = .cipherUnavailable
-        }
-    }
 }
 
 /// An error response.

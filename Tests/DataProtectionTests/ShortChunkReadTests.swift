@@ -9,8 +9,8 @@ import Testing
 /// The client library against a daemon whose chunk is smaller than the
 /// client's (PROTOCOL.md, section 8.1): a `data` answer that is shorter
 /// than asked but a whole multiple of 64 KiB is not the end of the file,
-/// and the client must ask again from right after it, on the shared
-/// connection (`Handle.read`) and on a direct read's own (`readChunks`).
+/// and the client must ask again from right after it (`Handle.read` and
+/// `readChunks`).
 /// protd always cuts at the chunk it announced, so the peer here is a
 /// script that announces the default frame limit and then answers every
 /// `handleRead` with at most 256 KiB.
@@ -56,8 +56,7 @@ struct ShortChunkReadTests {
 
 /// A stand-in for protd that speaks just enough of the protocol (hello,
 /// open, handleRead, handleClose) and cuts every read. It serves each
-/// connection on a thread of its own: the client's shared one, and those
-/// of its direct reads.
+/// connection on a thread of its own.
 private final class CuttingPeer: @unchecked Sendable {
     let path: String
     private let listener: Int32
@@ -92,9 +91,9 @@ private final class CuttingPeer: @unchecked Sendable {
         defer { connection.close() }
         while let frame = try? connection.readFrame() {
             switch frame.type {
-            case 0x01: // hello: version 1, the default frame limit (512 KiB chunks)
+            case 0x01: // hello: version 2, the default frame limit (512 KiB chunks)
                 try? connection.send(type: 0x81, id: frame.id,
-                                     body: Self.bigEndian(UInt16(1)) + Self.bigEndian(UInt32(1_049_600))
+                                     body: Self.bigEndian(UInt16(2)) + Self.bigEndian(UInt32(1_049_600))
                                          + Self.bigEndian(getuid()) + Self.bigEndian(getgid()))
             case 0x0B: // open: handle 1, class none, the size
                 try? connection.send(type: 0x84, id: frame.id,

@@ -182,7 +182,6 @@ struct MessageCodecTests {
         .unlock(passcode: Array("pässcode".utf8)),
         .passwd(old: nil, new: [1, 2]), .passwd(old: [3], new: [4]),
         .writeBegin(name: "a/b", protection: .completeUnlessOpen, durable: true),
-        .writeDirect(name: "a/b", protection: .complete, durable: false),
         .writeChunk(ByteBuffer(bytes: [9, 8, 7])),
         .read(name: "x", offset: 5, length: WireProtocol.toEnd),
         .open(name: "h", mode: .openOrCreate, protection: .complete),

@@ -279,11 +279,9 @@ final class Connection {
         let fileName = try FileName(name)
         var position = try Self.offset(offset)
         var remaining = length
-        // Opening the file, its first chunk and, when that is all of it,
-        // closing it (which wipes its key) are one burst of key work: a
-        // small file's read changes the keys' page protection once, not
-        // three times (docs/DESIGN.md, Guarded memory).
-        let (handle, first) = try store.withKeyMemoryOpen {
+        // Opens the file and reads its first chunk; when that is all of it,
+        // the file is closed (wiping its key) before the answer goes out.
+        let (handle, first) = try {
             let handle = try store.open(fileName, in: namespace, mode: .existing)
             do {
                 let first = try nextChunk(of: handle, at: position, remaining: remaining, id: id)
@@ -293,7 +291,7 @@ final class Connection {
                 handle.close()
                 throw error
             }
-        }
+        }()
         defer { handle.close() }
         var chunk = first
         while let (frame, count, last) = chunk {

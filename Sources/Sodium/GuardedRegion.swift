@@ -107,9 +107,6 @@ final class GuardedRegion: @unchecked Sendable {
         }
         state.protection = wanted
         state.protectionChanges += 1
-        #if DEBUG
-        ThreadProtectionChanges.increment()
-        #endif
     }
 
     deinit {
@@ -118,21 +115,3 @@ final class GuardedRegion: @unchecked Sendable {
         sodium_free(base)
     }
 }
-
-#if DEBUG
-/// Page protection changes the calling thread made, over every region (a
-/// test hook: tests run in parallel and every test's keys share the slabs,
-/// so a count per region would also count other tests' work).
-enum ThreadProtectionChanges {
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        return key
-    }()
-
-    /// The calling thread's count.
-    static var count: Int { Int(bitPattern: pthread_getspecific(key)) }
-
-    static func increment() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: count + 1)) }
-}
-#endif

@@ -3,11 +3,12 @@ import ProtectionTestSupport
 import Testing
 
 /// Random reads, writes, appends and truncations through a handle agree with
-/// a plain byte array, around every segment-boundary size.
+/// a plain byte array, around every segment-boundary size and on a file of
+/// 64 segments, with offsets spread across it.
 @Suite("Random access agrees with an in-memory model")
 struct RandomAccessPropertyTests {
     static let segment = 1024
-    static let startSizes = [0, 1, segment - 1, segment, segment + 1, 3 * segment + 17, 5 * segment]
+    static let startSizes = [0, 1, segment - 1, segment, segment + 1, 3 * segment + 17, 5 * segment, 64 * segment]
 
     @Test("random operations from each starting size, with each cipher", arguments: StoreFixture.ciphers, startSizes)
     func randomOperations(cipher: ContentCipher, startSize: Int) throws {
@@ -18,7 +19,8 @@ struct RandomAccessPropertyTests {
         var model = (0..<startSize).map { _ in UInt8.random(in: 0...255, using: &random) }
         try fixture.store.write(model, to: name, in: fixture.namespace)
         var handle = try fixture.store.open(name, in: fixture.namespace, mode: .existing)
-        let interesting = [0, 1, Self.segment - 1, Self.segment, Self.segment + 1, 2 * Self.segment, 4 * Self.segment - 3]
+        let interesting = [0, 1, Self.segment - 1, Self.segment, Self.segment + 1, 2 * Self.segment, 4 * Self.segment - 3,
+                           startSize / 2, startSize - Self.segment, startSize - 1, startSize]
 
         func randomOffset() -> Int {
             Bool.random(using: &random)

@@ -151,13 +151,33 @@ struct SecretSlabTests {
         #expect(region.protection == .noAccess)
     }
 
-    @Test("a burst held open makes one toggle for reads, a new secret and a wipe in its slab, then closes it")
-    func memoryOpenBurstSharesOneToggle() throws {
+    @Test("a read opens a read-only key window that closes with it, and a fill a writable one")
+    func keyWindowsFollowReadsAndFills() throws {
+        let allocator = GuardedSlabAllocator()
+        let classKey = try Self.secret(32, in: allocator, byte: 3)
+        let region = classKey.storageForTesting.region
+        let outside = SecretBytes.keyWindowsOpenOnThisThread
+        try classKey.withUnsafeBytes { _ in
+            #expect(region.protection == .readOnly)
+            #expect(SecretBytes.keyWindowsOpenOnThisThread == outside + 1)
+        }
+        let derived = try SecretBytes(count: 32, placement: .automatic(allocator)) { out in
+            #expect(region.protection == .readWrite)
+            #expect(SecretBytes.keyWindowsOpenOnThisThread == outside + 1)
+            out.copyBytes(from: [UInt8](repeating: 4, count: 32))
+        }
+        #expect(SecretBytes.keyWindowsOpenOnThisThread == outside)
+        #expect(region.protection == .noAccess)
+        #expect(try derived.withUnsafeBytes { Array($0) } == [UInt8](repeating: 4, count: 32))
+    }
+
+    @Test("a writable slab window makes one toggle for reads, a new secret and a wipe in its slab, then closes it")
+    func writableSlabWindowSharesOneToggle() throws {
         let allocator = GuardedSlabAllocator()
         let classKey = try Self.secret(32, in: allocator, byte: 3)
         let region = classKey.storageForTesting.region
         let before = region.protectionChanges
-        let derived = try classKey.withMemoryOpen {
+        let derived = try classKey.withSlabWritable {
             #expect(region.protection == .readWrite)
             let derived = try SecretBytes(count: 32, placement: .automatic(allocator)) { out in
                 let source = try classKey.withUnsafeBytes { Array($0) }

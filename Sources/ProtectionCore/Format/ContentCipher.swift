@@ -62,16 +62,6 @@ public enum ContentCipher: UInt8, Sendable, CaseIterable, CustomStringConvertibl
         self = cipher
     }
 
-    /// Whether the segments of one chunk are worth sealing or opening on
-    /// several cores at once. With AES instructions a 512 KiB chunk takes
-    /// about 50 µs (AEGIS-256) or 140 µs (AES-256-GCM) on one core, little
-    /// more than waking other threads for it and waiting for them, while the
-    /// socket and the file keep the other cores busy: on the 2-core VM,
-    /// inline, protd read 14-34% faster at less CPU and wrote as fast.
-    /// XChaCha20-Poly1305 takes about 370 µs, and spreading it paid
-    /// (docs/DESIGN.md, Writes).
-    var spreadsSegmentsAcrossCores: Bool { self == .xChaCha20Poly1305 }
-
     /// The libsodium construction behind it.
     public var aead: any RandomNonceAEAD.Type {
         switch self {

@@ -56,22 +56,23 @@ final class EncryptedFile {
 
     /// Opens an existing file in `fd`: unwraps its key with `keys`, checks
     /// the header tag and the final segment, so the size is authenticated.
+    /// The file is read first, then the key work runs in one window of the
+    /// keys' slab (`ClassKeys.withSlabWritable`) with no I/O in it.
     static func open(fd: Int32, path: String, keys: ClassKeys) throws -> EncryptedFile {
         let header = try readHeader(fd: fd, path: path)
-        // One burst of key work (`ClassKeys.withMemoryOpen`): unwrapping the
-        // file key and opening the last segment with it change the page
-        // protection of the keys' slab once, not twice.
-        return try keys.withMemoryOpen(for: header.protection) {
-            let key = try FileKey.unwrap(header, keys: keys)
-            let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
-            guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
-                key.wipe()
-                throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
-            }
-            let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: size)
-            defer { file.releaseBuffers() }
+        let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
+        guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
+            throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
+        }
+        let last = layout.lastIndex(forSize: size)
+        let stored = try readStored(fd: fd, path: path, layout: layout, segments: last...last, size: size)
+        return try keys.withSlabWritable(for: header.protection) {
+            let file = EncryptedFile(fd: fd, path: path, header: header, key: try FileKey.unwrap(header, keys: keys),
+                                     size: size)
             do {
-                _ = try file.readAndOpen(index: layout.lastIndex(forSize: size))
+                // Authenticates the final segment; copies none of it.
+                try file.openSegments(stored, last...last, copying: size..<size,
+                                      into: UnsafeMutableRawBufferPointer(start: nil, count: 0))
             } catch {
                 file.abandon()
                 throw error
@@ -99,32 +100,25 @@ final class EncryptedFile {
     }
 
     /// Decrypts up to `count` bytes from `offset` (fewer at end of file)
-    /// into `destination`, which must hold them; returns how many. The
-    /// segments are read and opened (on every core for XChaCha20-Poly1305,
-    /// `SegmentParallelism`), each straight into
-    /// `destination` when the range covers it whole. On failure nothing
-    /// decrypted is left in `destination`.
+    /// into `destination`, which must hold them; returns how many. Each run
+    /// of up to `SegmentLayout.batchSegments` segments is read with one
+    /// `pread`, then opened in one read-only key window, each segment
+    /// straight into `destination` when the range covers it whole. On
+    /// failure nothing decrypted is left in `destination`.
     func read(offset: Int, count: Int, into destination: UnsafeMutableRawBufferPointer) throws -> Int {
         try checkOpen()
         guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
         guard offset < size, count > 0 else { return 0 }
         let end = offset + min(count, size - offset)
         precondition(destination.count >= end - offset, "destination too small for the bytes requested")
-        let first = offset / layout.segmentSize
         let last = (end - 1) / layout.segmentSize
-        let lastOfFile = layout.lastIndex(forSize: size)
         do {
-            try key.holdingAccess {
-                try SegmentParallelism.forEach(last - first + 1, spread: layout.spreadsAcrossCores) { position in
-                    let index = first + position
-                    let start = index * layout.segmentSize
-                    let length = layout.plaintextLength(ofSegment: index, size: size)
-                    let from = max(offset, start) - start
-                    let to = min(end, start + length) - start
-                    let target = UnsafeMutableRawBufferPointer(
-                        rebasing: destination[(start + from - offset)..<(start + to - offset)])
-                    try readSegment(index, length: length, final: index == lastOfFile, range: from..<to, into: target)
-                }
+            for first in stride(from: offset / layout.segmentSize, through: last, by: SegmentLayout.batchSegments) {
+                let segments = first...min(last, first + SegmentLayout.batchSegments - 1)
+                let range = max(offset, first * layout.segmentSize)..<min(end, (segments.upperBound + 1) * layout.segmentSize)
+                try openSegments(try readStored(segments), segments, copying: range,
+                                 into: UnsafeMutableRawBufferPointer(
+                                     rebasing: destination[(range.lowerBound - offset)..<(range.upperBound - offset)]))
             }
         } catch {
             _ = memset(destination.baseAddress!, 0, end - offset)
@@ -133,28 +127,70 @@ final class EncryptedFile {
         return end - offset
     }
 
-    /// Reads and opens segment `index` (`length` plaintext bytes) with its
-    /// own buffers, so several can run at once, and copies its bytes
-    /// `range` into `target`.
-    private func readSegment(
-        _ index: Int, length: Int, final: Bool, range: Range<Int>, into target: UnsafeMutableRawBufferPointer
+    /// The stored bytes of `segments` (back to back, as on disk), with one
+    /// `pread`. Ciphertext only: no key is needed, and none is readable.
+    private func readStored(_ segments: ClosedRange<Int>) throws -> [UInt8] {
+        try Self.readStored(fd: fd, path: path, layout: layout, segments: segments, size: size)
+    }
+
+    private static func readStored(
+        fd: Int32, path: String, layout: SegmentLayout, segments: ClosedRange<Int>, size: Int
+    ) throws -> [UInt8] {
+        let start = layout.offset(ofSegment: segments.lowerBound)
+        let end = layout.offset(ofSegment: segments.upperBound)
+            + layout.plaintextLength(ofSegment: segments.upperBound, size: size) + layout.overhead
+        return try [UInt8](unsafeUninitializedCapacity: end - start) { buffer, initialized in
+            guard try Posix.pread(fd, into: UnsafeMutableRawBufferPointer(buffer), at: start, path: path) == end - start else {
+                throw ProtectionError.integrity("segment \(segments.upperBound) is truncated")
+            }
+            initialized = end - start
+        }
+    }
+
+    /// Opens the stored `segments` (as `readStored` returns them) in one
+    /// read-only key window, doing no I/O in it, and copies their plaintext
+    /// bytes `range` (file offsets) into `destination`. Every segment is
+    /// authenticated, even one `range` leaves out.
+    private func openSegments(
+        _ stored: [UInt8], _ segments: ClosedRange<Int>, copying range: Range<Int>,
+        into destination: UnsafeMutableRawBufferPointer
     ) throws {
-        let stored = UnsafeMutableRawBufferPointer.allocate(byteCount: length + layout.overhead, alignment: 16)
-        defer { stored.deallocate() }
-        guard try Posix.pread(fd, into: stored, at: layout.offset(ofSegment: index), path: path) == stored.count else {
-            throw ProtectionError.integrity("segment \(index) is truncated")
+        let lastOfFile = layout.lastIndex(forSize: size)
+        let base = layout.offset(ofSegment: segments.lowerBound)
+        try stored.withUnsafeBytes { stored in
+            try key.holdingAccess {
+                for index in segments {
+                    let start = index * layout.segmentSize
+                    let length = layout.plaintextLength(ofSegment: index, size: size)
+                    let at = layout.offset(ofSegment: index) - base
+                    let from = min(max(range.lowerBound, start), start + length)
+                    let to = max(min(range.upperBound, start + length), from)
+                    let target = UnsafeMutableRawBufferPointer(
+                        rebasing: destination[(from - range.lowerBound)..<(to - range.lowerBound)])
+                    try openSegment(UnsafeRawBufferPointer(rebasing: stored[at..<(at + length + layout.overhead)]),
+                                    index, final: index == lastOfFile, range: (from - start)..<(to - start), into: target)
+                }
+            }
         }
+    }
+
+    /// Opens one stored segment and copies its plaintext bytes `range`
+    /// into `target`: straight into it when `range` is the whole segment.
+    private func openSegment(
+        _ sealed: UnsafeRawBufferPointer, _ index: Int, final: Bool, range: Range<Int>,
+        into target: UnsafeMutableRawBufferPointer
+    ) throws {
+        let length = sealed.count - layout.overhead
         if range == 0..<length {
-            try key.openSegment(UnsafeRawBufferPointer(stored), index: index, final: final, fileID: header.fileID,
-                                into: target)
-            return
+            return try key.openSegment(sealed, index: index, final: final, fileID: header.fileID, into: target)
         }
-        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 16)
+        let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: max(length, 1), alignment: 16)
         defer {
-            _ = memset(plain.baseAddress!, 0, length)
+            _ = memset(plain.baseAddress!, 0, plain.count)
             plain.deallocate()
         }
-        try key.openSegment(UnsafeRawBufferPointer(stored), index: index, final: final, fileID: header.fileID, into: plain)
+        try key.openSegment(sealed, index: index, final: final, fileID: header.fileID,
+                            into: UnsafeMutableRawBufferPointer(rebasing: plain[..<length]))
         target.copyMemory(from: UnsafeRawBufferPointer(rebasing: plain[range]))
     }
 
@@ -259,8 +295,9 @@ final class EncryptedFile {
     // MARK: - Segments
 
     /// Re-encrypts every segment that `[offset, offset+count)` touches,
-    /// plus the segment that stops being final when the file grows. `data`
-    /// nil means zeros.
+    /// plus the segment that stops being final when the file grows (and the
+    /// new segments between it and the range); no other. `data` nil means
+    /// zeros.
     ///
     /// Segments go out last to first, and each one's bytes past the old
     /// end of the file before those within it: so every byte the file
@@ -275,9 +312,9 @@ final class EncryptedFile {
         ensureBuffers(for: min(layout.segmentSize, newSize))
         var first = offset / layout.segmentSize
         if newSize > oldSize { first = min(first, layout.lastIndex(forSize: oldSize)) }
-        let last = layout.lastIndex(forSize: newSize)
-        for index in stride(from: last, through: first, by: -1) {
-            let sealed = try rewriteSegment(index, oldSize: oldSize, newSize: newSize, last: last,
+        let finalIndex = layout.lastIndex(forSize: newSize)
+        for index in stride(from: (end - 1) / layout.segmentSize, through: first, by: -1) {
+            let sealed = try rewriteSegment(index, oldSize: oldSize, newSize: newSize, finalIndex: finalIndex,
                                             from: offset, to: end, data: data)
             let at = layout.offset(ofSegment: index)
             try stored.withUnsafeBytes { storedBuffer in
@@ -298,7 +335,7 @@ final class EncryptedFile {
     /// One segment of `rewrite`: its old plaintext where `[offset, end)`
     /// does not cover it, the new bytes where it does, sealed into
     /// `stored`; returns the sealed length.
-    private func rewriteSegment(_ index: Int, oldSize: Int, newSize: Int, last: Int,
+    private func rewriteSegment(_ index: Int, oldSize: Int, newSize: Int, finalIndex: Int,
                                 from offset: Int, to end: Int, data: UnsafeRawBufferPointer?) throws -> Int {
         let start = index * layout.segmentSize
         let newLength = layout.plaintextLength(ofSegment: index, size: newSize)
@@ -321,7 +358,7 @@ final class EncryptedFile {
                 }
             }
         }
-        return try seal(index: index, length: newLength, final: index == last)
+        return try seal(index: index, length: newLength, final: index == finalIndex)
     }
 
     /// Reads and decrypts segment `index` of the current size into `plain`;
@@ -329,22 +366,16 @@ final class EncryptedFile {
     private func readAndOpen(index: Int) throws -> Int {
         let length = layout.plaintextLength(ofSegment: index, size: size)
         ensureBuffers(for: length)
-        let storedLength = length + layout.overhead
-        let final = index == layout.lastIndex(forSize: size)
-        try stored.withUnsafeMutableBytes { storedBuffer in
-            let region = UnsafeMutableRawBufferPointer(rebasing: storedBuffer[..<storedLength])
-            guard try Posix.pread(fd, into: region, at: layout.offset(ofSegment: index), path: path) == storedLength else {
-                throw ProtectionError.integrity("segment \(index) is truncated")
-            }
-            try plain.withUnsafeMutableBytes { plainBuffer in
-                try key.openSegment(UnsafeRawBufferPointer(region), index: index, final: final, fileID: header.fileID,
-                                    into: UnsafeMutableRawBufferPointer(rebasing: plainBuffer[..<length]))
-            }
+        let stored = try readStored(index...index)
+        let start = index * layout.segmentSize
+        try plain.withUnsafeMutableBytes { plainBuffer in
+            try openSegments(stored, index...index, copying: start..<(start + length),
+                             into: UnsafeMutableRawBufferPointer(rebasing: plainBuffer[..<length]))
         }
         return length
     }
 
-    /// Encrypts `plain[0..<length]` as segment `index` and writes it.
+    /// Encrypts `plain[0..<length]` as segment `index`, then writes it.
     private func sealAndWrite(index: Int, length: Int, final: Bool) throws {
         let storedLength = try seal(index: index, length: length, final: final)
         try stored.withUnsafeBytes { storedBuffer in

@@ -27,7 +27,7 @@ final class FileKey: Sendable {
         guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
         }
-        return try keys.withMemoryOpen(for: protection) {
+        return try keys.withSlabWritable(for: protection) {
             let key = try generate(cipher: format.cipher)
             do {
                 return (key, try key.makeHeader(protection: protection, segmentSize: segmentSize,
@@ -70,10 +70,6 @@ final class FileKey: Sendable {
     /// class key is not in memory and `integrityFailure` when anything
     /// does not authenticate.
     static func unwrap(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
-        try keys.withMemoryOpen(for: header.protection) { try unwrapOpened(header, keys: keys) }
-    }
-
-    private static func unwrapOpened(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
         let key: FileKey
         do {
             switch header.protection {
@@ -148,18 +144,13 @@ final class FileKey: Sendable {
         }
     }
 
-    /// Keeps the key readable for the whole of `body`, so the segments it
-    /// seals or opens share one memory-protection change instead of one
-    /// each. Throws `secretWiped` once the key is wiped.
+    /// Keeps the key readable (read-only) for the whole of `body`, so the
+    /// segments it seals or opens share one page-protection change instead
+    /// of one each. `body` does crypto only, never disk I/O: the window
+    /// leaves every key in the slab readable (docs/SECURITY.md). Throws
+    /// `secretWiped` once the key is wiped.
     func holdingAccess<R>(_ body: () throws -> R) throws -> R {
         try secret.withUnsafeBytes { _ in try body() }
-    }
-
-    /// Holds the key's guarded memory open for `body`
-    /// (`SecretBytes.withMemoryOpen`): sealing a last segment and wiping
-    /// the key then change page protection once.
-    func withMemoryOpen<R>(_ body: () throws -> R) rethrows -> R {
-        try secret.withMemoryOpen(body)
     }
 
     /// Zeroes the key; later use throws.

@@ -11,20 +11,19 @@ struct SegmentLayout: Equatable {
     static let defaultSegmentSize = 64 * 1024
     /// Segment sizes the format accepts: 1 KiB to 16 MiB.
     static let allowedSegmentSizes = 1024...(16 << 20)
+    /// Most segments one step of an operation reads or seals together (4 MiB
+    /// at the default segment size): bounds the buffers it allocates.
+    static let batchSegments = 64
 
     /// Plaintext bytes per segment.
     let segmentSize: Int
     /// Bytes each stored segment adds to its plaintext: nonce and tag.
     let overhead: Int
-    /// Whether a run of segments is sealed or opened on several cores at
-    /// once (`ContentCipher.spreadsSegmentsAcrossCores`).
-    let spreadsAcrossCores: Bool
 
     /// The layout of segments of `segmentSize` plaintext bytes sealed with `cipher`.
     init(segmentSize: Int, cipher: ContentCipher) {
         self.segmentSize = segmentSize
         overhead = cipher.aead.nonceByteCount + cipher.aead.tagByteCount
-        spreadsAcrossCores = cipher.spreadsSegmentsAcrossCores
     }
 
     /// Stored bytes per full segment.

@@ -4,16 +4,12 @@ internal import Sodium
 /// Writes a new protected file front to back from a stream of bytes: the
 /// header, then every segment as soon as it is full and known not to be the
 /// last, then the final segment on `finish()`. Full segments are sealed
-/// straight from the caller's bytes (on every core for a slow cipher:
-/// `SegmentParallelism`), and each batch is written with one `pwrite`
+/// straight from the caller's bytes, each batch in one read-only key window
+/// with no I/O in it, and then written with one `pwrite`
 /// (`SealedBatchWriter`: on the caller's thread, or overlapped from one of
 /// its own). Only the tail that might be final is copied and held back.
 /// Every byte is encrypted once, whatever the sizes of the pieces appended.
 final class SegmentStreamWriter {
-    /// Most segments sealed and written together (4 MiB at the default
-    /// segment size), which bounds the sealed buffer.
-    static let maximumBatch = 64
-
     private let fd: Int32
     private let path: String
     private let key: FileKey
@@ -78,11 +74,9 @@ final class SegmentStreamWriter {
     /// Writes the final segment, waits until every batch is written, and
     /// wipes the key.
     func finish() throws {
-        try key.withMemoryOpen {
-            defer { discard() }
-            try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
-            try output.finish()
-        }
+        defer { discard() }
+        try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
+        try output.finish()
     }
 
     /// Wipes only the key; safe from another thread (a lock invalidating
@@ -97,39 +91,37 @@ final class SegmentStreamWriter {
         clearPending()
     }
 
-    /// Seals `sources` as the next segments, in parallel, and writes them,
-    /// in batches of at most `maximumBatch`, one `pwrite` each; the first
-    /// batch carries the header.
+    /// Seals `sources` as the next segments and writes them, in batches of
+    /// at most `SegmentLayout.batchSegments`: each batch is sealed in one
+    /// read-only key window, then written with one `pwrite` once the window
+    /// is closed; the first batch carries the header.
     private func seal(_ sources: [UnsafeRawBufferPointer], lastIsFinal: Bool) throws {
         let stride = layout.storedSegmentSize
-        try key.holdingAccess {
-            for batchStart in Swift.stride(from: 0, to: sources.count, by: Self.maximumBatch) {
-                let batch = sources[batchStart..<min(sources.count, batchStart + Self.maximumBatch)]
-                let first = nextIndex
-                let headerBytes = unwrittenHeader ?? []
-                unwrittenHeader = nil
-                // The header, until written, goes out in front of the first batch.
-                let prefix = headerBytes.count
-                let storedBytes = prefix + (batch.count - 1) * stride + batch.last!.count + layout.overhead
-                let output = try self.output.nextBuffer(count: storedBytes)
-                if prefix > 0 { output.copyBytes(from: headerBytes) }
-                let fileID = header.fileID
-                try SegmentParallelism.forEach(batch.count, spread: layout.spreadsAcrossCores) { position in
-                    let plain = batch[batchStart + position]
-                    let index = first + position
-                    let start = prefix + position * stride
-                    let end = start + plain.count + layout.overhead
-                    let region = UnsafeMutableRawBufferPointer(rebasing: output[start..<end])
-                    try key.sealSegment(plain, index: index,
-                                        final: lastIsFinal && batchStart + position == sources.count - 1,
-                                        fileID: fileID, into: region)
+        for batchStart in Swift.stride(from: 0, to: sources.count, by: SegmentLayout.batchSegments) {
+            let batch = batchStart..<min(sources.count, batchStart + SegmentLayout.batchSegments)
+            let first = nextIndex
+            let headerBytes = unwrittenHeader ?? []
+            unwrittenHeader = nil
+            // The header, until written, goes out in front of the first batch.
+            let prefix = headerBytes.count
+            let storedBytes = prefix + (batch.count - 1) * stride + sources[batch.last!].count + layout.overhead
+            let output = try self.output.nextBuffer(count: storedBytes)
+            if prefix > 0 { output.copyBytes(from: headerBytes) }
+            try key.holdingAccess {
+                for source in batch {
+                    let start = prefix + (source - batchStart) * stride
+                    let region = UnsafeMutableRawBufferPointer(
+                        rebasing: output[start..<(start + sources[source].count + layout.overhead)])
+                    try key.sealSegment(sources[source], index: first + source - batchStart,
+                                        final: lastIsFinal && source == sources.count - 1,
+                                        fileID: header.fileID, into: region)
                 }
-                // One pwrite for the batch, one batch at a time: two threads
-                // writing into one file contend for its inode lock
-                // (docs/DESIGN.md, section Writes).
-                try self.output.write(count: storedBytes, at: layout.offset(ofSegment: first) - prefix)
-                nextIndex += batch.count
             }
+            // One pwrite for the batch, one batch at a time: two threads
+            // writing into one file contend for its inode lock
+            // (docs/DESIGN.md, section Writes).
+            try self.output.write(count: storedBytes, at: layout.offset(ofSegment: first) - prefix)
+            nextIndex += batch.count
         }
     }
 

@@ -27,15 +27,15 @@ struct ClassKeys {
         d.wipe()
     }
 
-    /// Runs `body` with the guarded memory of `protection`'s class key held
-    /// open (`SecretBytes.withMemoryOpen`): the file-key work of creating or
-    /// opening one file then changes page protection once, not once per
-    /// access, when the file key shares the class key's slab (the usual
-    /// case). Without that class key in memory, `body` runs as it is.
-    func withMemoryOpen<R>(for protection: ProtectionClass, _ body: () throws -> R) rethrows -> R {
+    /// Runs `body`, crypto only, with the slab of `protection`'s class key
+    /// writable (`SecretBytes.withSlabWritable`): creating or unwrapping a
+    /// file key and checking its header then change page protection once,
+    /// when the file key shares that slab (the usual case). Without that
+    /// class key in memory, `body` runs as it is.
+    func withSlabWritable<R>(for protection: ProtectionClass, _ body: () throws -> R) rethrows -> R {
         let anchor = protection == .completeUnlessOpen ? bPrivate : symmetricKey(for: protection)
         guard let anchor else { return try body() }
-        return try anchor.withMemoryOpen(body)
+        return try anchor.withSlabWritable(body)
     }
 
     /// The class B key pair, when its private half is in memory.

@@ -61,20 +61,26 @@ public enum DeviceSecret {
             throw ProtectionError(.keyBagCorrupt,
                                   "device secret \(path) must be exactly \(byteCount) bytes (make one with: head -c \(byteCount) /dev/urandom)")
         }
-        return try SecretBytes(count: byteCount) { buffer in
-            guard try Posix.pread(fd, into: buffer, at: 0, path: path) == byteCount else {
-                throw ProtectionError(.keyBagCorrupt, "device secret \(path) changed while reading")
-            }
+        // Read into ordinary memory first, so no key window spans the read
+        // (the bytes are on disk in the clear anyway), then zeroed.
+        var bytes = [UInt8](repeating: 0, count: byteCount)
+        defer { zeroFill(&bytes) }
+        guard try bytes.withUnsafeMutableBytes({ try Posix.pread(fd, into: $0, at: 0, path: path) }) == byteCount else {
+            throw ProtectionError(.keyBagCorrupt, "device secret \(path) changed while reading")
         }
+        return try bytes.withUnsafeBytes { try SecretBytes(copying: $0) }
     }
 
     /// Writes a fresh secret to a temporary file, fsyncs it and links it into
     /// place, so a crash never leaves a short secret and two starts racing
-    /// cannot both create one.
+    /// cannot both create one. The secret is written from ordinary memory,
+    /// zeroed after (`load` reads it back into guarded memory), so no key
+    /// window spans the write.
     private static func create(_ path: String) throws {
         let directory = Posix.parentDirectory(of: path)
         try Posix.makeDirectories(directory)
-        let secret = try SecretBytes.random(count: byteCount)
+        var secret = try SecureRandom.bytes(byteCount)
+        defer { zeroFill(&secret) }
         let temporary = path + temporaryInfix + (try SecureRandomName.make())
         let fd = try Posix.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         defer {

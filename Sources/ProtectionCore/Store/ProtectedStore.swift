@@ -378,16 +378,6 @@ public final class ProtectedStore: Sendable {
 
     // MARK: - Internals
 
-    /// Runs `body` with the class keys' guarded memory held open
-    /// (`SecretBytes.withMemoryOpen`), for a burst of key work that spans
-    /// several calls: opening a file, reading it and closing it (the close
-    /// wipes its key). File keys share the class keys' slab while it has
-    /// room (1,023 keys), so the burst changes page protection once. Keep
-    /// `body` to key work and its file I/O; never wait in it.
-    public func withKeyMemoryOpen<R>(_ body: () throws -> R) rethrows -> R {
-        try currentKeys().d.withMemoryOpen(body)
-    }
-
     private func currentKeys() -> ClassKeys {
         state.withLock { $0.keyBag.keys }
     }

@@ -1,4 +1,7 @@
 internal import Glibc
+#if DEBUG
+internal import Sodium
+#endif
 
 /// Thin, typed wrappers over the POSIX calls the store uses. Each failure
 /// becomes a `ProtectionError` naming the operation and the OS reason.
@@ -18,8 +21,26 @@ package enum Posix {
         }
     }
 
+    #if DEBUG
+    /// Disk I/O calls (`open`, `pread`, `pwrite`, `fsync`, `fstat`,
+    /// `ftruncate`) the calling thread made while it held a key window open
+    /// (`SecretBytes.keyWindowsOpenOnThisThread`). Debug builds only: a
+    /// test hook for the rule that no key window spans disk I/O; it stays 0.
+    package static var ioInsideKeyWindowOnThisThread: Int { ioInsideKeyWindow.value }
+    private static let ioInsideKeyWindow = ThreadLocalCounter()
+    #endif
+
+    /// Counts a disk I/O call made inside a key window (debug builds only).
+    @inline(__always)
+    private static func noteDiskIO() {
+        #if DEBUG
+        if SecretBytes.keyWindowsOpenOnThisThread > 0 { ioInsideKeyWindow.add(1) }
+        #endif
+    }
+
     /// Opens `path`; retries on EINTR.
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> Int32 {
+        noteDiskIO()
         while true {
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
             if fd >= 0 { return fd }
@@ -30,6 +51,7 @@ package enum Posix {
     /// Reads exactly `buffer.count` bytes at `offset`; returns how many were
     /// read before end of file.
     static func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String) throws -> Int {
+        noteDiskIO()
         var done = 0
         while done < buffer.count {
             let n = Glibc.pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
@@ -42,6 +64,7 @@ package enum Posix {
 
     /// Writes all of `buffer` at `offset`.
     package static func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
+        noteDiskIO()
         var done = 0
         while done < buffer.count {
             let n = Glibc.pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
@@ -72,6 +95,7 @@ package enum Posix {
 
     /// `fsync`, so data survives a crash.
     static func fsync(_ fd: Int32, path: String) throws {
+        noteDiskIO()
         guard Glibc.fsync(fd) == 0 else { throw error("fsync", path) }
     }
 
@@ -84,6 +108,7 @@ package enum Posix {
 
     /// The file's size in bytes.
     static func size(_ fd: Int32, path: String) throws -> Int {
+        noteDiskIO()
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw error("stat", path) }
         return Int(info.st_size)
@@ -91,6 +116,7 @@ package enum Posix {
 
     /// `ftruncate`.
     static func truncate(_ fd: Int32, to size: Int, path: String) throws {
+        noteDiskIO()
         guard ftruncate(fd, off_t(size)) == 0 else { throw error("truncate", path) }
     }
 

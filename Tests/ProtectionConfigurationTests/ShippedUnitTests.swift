@@ -28,8 +28,8 @@ struct ShippedUnitTests {
         #expect(filters[(deny + 1)...].contains { !$0.hasPrefix("SystemCallFilter=~") && $0.contains("setpriority") })
     }
 
-    @Test("a configuration error (exit 78) is not restarted into start-limit-hit")
-    func configurationErrorNotRestarted() throws {
-        #expect(try settings("protd.service").contains("RestartPreventExitStatus=78"))
+    @Test("a configuration error (78) or a credential that does not decrypt (243) is not restarted into start-limit-hit")
+    func unfixableExitsNotRestarted() throws {
+        #expect(try settings("protd.service").contains("RestartPreventExitStatus=78 243"))
     }
 }

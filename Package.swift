@@ -155,6 +155,12 @@ let package = Package(
             path: "Benchmarks/protd-bench-idle",
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "protd-client-probe",
+            dependencies: ["DataProtection"],
+            path: "Tests/ClientProbe",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "ProtectionTestSupport",
             dependencies: ["ProtectionCore", "Sodium"],

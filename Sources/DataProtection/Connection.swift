@@ -47,7 +47,7 @@ final class Connection: Sendable {
 
     deinit {
         // A client dropped without close(): do not leave the socket open.
-        router.close(with: .daemonUnavailable("the client was released"))
+        router.close(with: .clientClosed("the client was released without close()"))
         channel.close(promise: nil)
     }
 
@@ -81,7 +81,7 @@ final class Connection: Sendable {
                     }
                 }
         } catch {
-            throw .daemonUnavailable("cannot connect to protd at \(path): \(error)")
+            throw ConnectionFailure.connecting(to: path, error)
         }
         router.attach(asyncChannel.channel)
 
@@ -98,7 +98,7 @@ final class Connection: Sendable {
             return Connection(router: router, channel: asyncChannel.channel, outbound: outbound, reader: reader,
                               accepted: accepted)
         } catch {
-            router.close(with: .daemonUnavailable("the hello to protd failed: \(error.message)"))
+            router.close(with: .daemonUnavailable("the hello to protd failed with a \(error.code) error"))
             try? await asyncChannel.channel.close()
             await reader.value
             // An error the daemon sent (tooManyConnections) says more than
@@ -123,7 +123,7 @@ final class Connection: Sendable {
             try await outbound.write(request.frame(requestID: id))
         } catch {
             router.discard(id)
-            throw router.failure ?? .daemonUnavailable("cannot send the hello to protd: \(error)")
+            throw router.failure ?? .daemonUnavailable("cannot send the hello to protd: \(ConnectionFailure.reason(error))")
         }
         let response = try await router.wait(for: id).get().first
         guard case .helloAccepted(let version, let maximumFrameLength, let uid, let gid) = response else {
@@ -154,7 +154,7 @@ final class Connection: Sendable {
                 } catch let violation as ProtocolViolation where channel.isActive {
                     router.close(with: .protocolError("protd sent a malformed frame: \(violation.message)"))
                 } catch {
-                    router.close(with: .daemonUnavailable("the connection to protd failed: \(error)"))
+                    router.close(with: .daemonUnavailable("the connection to protd failed: \(ConnectionFailure.reason(error))"))
                 }
             }
         } catch {
@@ -233,7 +233,7 @@ final class Connection: Sendable {
         } catch {
             if let closed = router.closedError { throw closed }
             if Task.isCancelled { throw .cancelled }
-            throw .daemonUnavailable("cannot send to protd: \(error)")
+            throw .daemonUnavailable("cannot send to protd: \(ConnectionFailure.reason(error))")
         }
     }
 
@@ -262,7 +262,7 @@ final class Connection: Sendable {
 
     /// Closes the socket; waiting and later calls fail with `daemonUnavailable`.
     func close() async {
-        router.close(with: .daemonUnavailable("the client closed its connection to protd"))
+        router.close(with: .clientClosed("this client's close method was called"))
         outbound.finish()
         try? await channel.close()
         await reader.value

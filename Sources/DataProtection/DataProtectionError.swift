@@ -48,6 +48,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     case internalError(String)
     /// The daemon cannot be reached, or the connection to it was closed.
     case daemonUnavailable(String)
+    /// This client was closed (`close()`) or released; connect again.
+    case clientClosed(String)
     /// The daemon did not answer, or took no data, within the client's
     /// `requestTimeout`.
     case timedOut(String)
@@ -98,6 +100,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case internalError
         /// See `DataProtectionError.daemonUnavailable`.
         case daemonUnavailable
+        /// See `DataProtectionError.clientClosed`.
+        case clientClosed
         /// See `DataProtectionError.timedOut`.
         case timedOut
         /// See `DataProtectionError.cancelled`.
@@ -131,6 +135,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .tooManyConnections: .tooManyConnections
         case .internalError: .internalError
         case .daemonUnavailable: .daemonUnavailable
+        case .clientClosed: .clientClosed
         case .timedOut: .timedOut
         case .cancelled: .cancelled
         }
@@ -146,7 +151,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
              .ioFailure(let message), .cipherUnavailable(let message), .permissionDenied(let message),
              .protocolError(let message), .unsupportedVersion(let message), .tooManyHandles(let message),
              .tooManyConnections(let message), .internalError(let message), .daemonUnavailable(let message),
-             .timedOut(let message):
+             .timedOut(let message), .clientClosed(let message):
             message
         case .cancelled:
             ""
@@ -186,11 +191,11 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .invalidArgument:
             "An argument is out of range; check offsets, lengths and durations."
         case .handleClosed:
-            "The file handle is not open (it was closed, or its connection ended); open the file again."
+            "The file handle is not open: it was closed, or its connection ended; open the file again."
         case .keyBagCorrupt:
             "The daemon's key bag is unusable; an administrator must check protd's state directory."
         case .ioFailure:
-            "The daemon's system refused it an operation (storage or memory); an administrator should check the disk and the daemon's memory limits."
+            "The daemon's system refused it storage or memory; an administrator should check the disk and the daemon's memory limits."
         case .cipherUnavailable:
             "The file was written with a cipher this machine's CPU cannot run; it is intact: read it where the CPU has AES-NI, or give the daemon's VM the host's CPU model."
         case .permissionDenied:
@@ -206,7 +211,9 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .internalError:
             "The daemon failed unexpectedly; try again, and report it if it persists."
         case .daemonUnavailable:
-            "The protd daemon cannot be reached; check that it is running and that the socket path is right."
+            "The protd daemon cannot be reached."
+        case .clientClosed:
+            "This client was closed; connect again to make new requests."
         case .timedOut:
             "The daemon did not respond in time; check that it is running and not overloaded, or allow a longer request timeout."
         case .cancelled:
@@ -214,10 +221,15 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         }
     }
 
-    private static func format(_ duration: Duration) -> String {
+    /// `1 second`, `45 seconds`, `1 minute`, `15 minutes`, `1 hour`.
+    static func format(_ duration: Duration) -> String {
         let seconds = duration.components.seconds
-        if seconds >= 120 && seconds % 60 == 0 { return "\(seconds / 60) minutes" }
-        return seconds == 1 ? "1 second" : "\(seconds) seconds"
+        let (amount, unit): (Int64, String) = switch seconds {
+        case 3600... where seconds % 3600 == 0: (seconds / 3600, "hour")
+        case 60... where seconds % 60 == 0: (seconds / 60, "minute")
+        default: (seconds, "second")
+        }
+        return amount == 1 ? "1 \(unit)" : "\(amount) \(unit)s"
     }
 }
 

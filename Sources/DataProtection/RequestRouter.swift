@@ -378,9 +378,12 @@ final class RequestRouter: Sendable {
         return id
     }
 
-    /// Calls made after the connection closed fail as `daemonUnavailable`.
+    /// Calls made after the connection closed fail as `daemonUnavailable`
+    /// (or `clientClosed`, when this client closed it).
     private static func laterCallError(_ failure: DataProtectionError) -> DataProtectionError {
-        if case .daemonUnavailable = failure { return failure }
-        return .daemonUnavailable("the connection to protd was closed after an error: \(failure.description)")
+        switch failure {
+        case .daemonUnavailable, .clientClosed: failure
+        default: .daemonUnavailable("the connection to protd was closed after a \(failure.code) error")
+        }
     }
 }

@@ -24,9 +24,14 @@ struct ConfigurationKey: Sendable, Hashable {
     let aliases: [String]
     /// Whether the value is a list (read as a string array).
     let isList: Bool
+    /// The environment variable when it is not the one derived from the
+    /// name (`PROTD_SOCKET`, which the client library reads too).
+    let variableOverride: String?
 
     init(_ name: String, _ placeholder: String, type: String, default defaultText: String,
-         expected: String, help: String, aliases: [String] = [], isList: Bool = false) {
+         expected: String, help: String, aliases: [String] = [], isList: Bool = false,
+         variable: String? = nil) {
+        self.variableOverride = variable
         self.name = name
         self.placeholder = placeholder
         self.type = type
@@ -44,10 +49,14 @@ struct ConfigurationKey: Sendable, Hashable {
     /// This is what `CommandLineArgumentsProvider` derives from `components`.
     var flag: String { "--" + components.joined(separator: "-") }
 
-    /// The environment variable: `PROTD_` + the name upper-cased with `.` and
-    /// `-` as `_` (`PROTD_LOCK_GRACE_PERIOD_SECONDS`). This is what
-    /// `EnvironmentVariablesProvider` derives from `["protd"] + components`.
-    var environmentVariable: String {
+    /// The environment variable: `variableOverride`, else the derived one.
+    var environmentVariable: String { variableOverride ?? derivedEnvironmentVariable }
+
+    /// `PROTD_` + the name upper-cased with `.` and `-` as `_`
+    /// (`PROTD_LOCK_GRACE_PERIOD_SECONDS`): what `EnvironmentVariablesProvider`
+    /// derives from `["protd"] + components`. Where `variableOverride` is set,
+    /// this one is still read, as a deprecated alias.
+    var derivedEnvironmentVariable: String {
         "PROTD_" + String(name.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
     }
 
@@ -63,7 +72,7 @@ extension ConfigurationKey {
         "socket.path", "PATH", type: "path", default: defaults.socketPath,
         expected: "a non-empty path of at most 107 bytes, not starting with ~",
         help: "Unix socket clients connect to (relative paths are relative to the working directory).",
-        aliases: ["--socket"])
+        aliases: ["--socket"], variable: "PROTD_SOCKET")
     static let socketMode = Self(
         "socket.mode", "MODE", type: "octal mode", default: "0" + String(defaults.socketMode, radix: 8),
         expected: "permission bits from 0 to 0777, written in octal with a leading 0 (\"0660\", 0o660) or as a decimal integer (432)",
@@ -85,7 +94,7 @@ extension ConfigurationKey {
     static let gracePeriod = Self(
         "lock.grace-period-seconds", "SECONDS", type: "number", default: "\(defaults.gracePeriod.components.seconds)",
         expected: "a number of seconds from 0 to \(DaemonConfiguration.Limits.maximumGraceSeconds)",
-        help: "How long a lock waits for subscribers to close class A files (0 = lock at once; fractions allowed).")
+        help: "How long a lock waits for subscribers to close complete (class A) files (0 = lock at once; fractions allowed).")
     static let adminGroup = Self(
         "lock.admin-group", "GROUP", type: "group name", default: defaults.adminGroup,
         expected: "a non-empty group name or numeric id without spaces, ':' or '/'",
@@ -133,6 +142,11 @@ extension ConfigurationKey {
         expected: "an integer >= 1",
         help: "Most open file handles plus writes in progress one connection may hold.")
 
+    static let requireLockedMemory = Self(
+        "memory.require-locked", "BOOL", type: "boolean", default: "\(defaults.requireLockedMemory)",
+        expected: "true or false",
+        help: "Refuse to hold keys in memory that cannot be locked in RAM (mlock), instead of warning.")
+
     /// Every key of `DaemonConfiguration`, in the order of the YAML file.
     static let all: [Self] = [
         socketPath, socketMode, socketGroup, stateDirectory, deviceKeyFile,
@@ -140,6 +154,7 @@ extension ConfigurationKey {
         argon2Operations, argon2MemoryKiB, failedAttemptDelays, eraseAfterFailedAttempts,
         segmentSize, cipher, logLevel,
         maxFrameBytes, maxConnections, maxOpenHandlesPerConnection,
+        requireLockedMemory,
     ]
 
     /// The configuration file's own key: only a flag (`--config`) and an

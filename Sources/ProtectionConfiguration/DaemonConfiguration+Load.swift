@@ -28,7 +28,8 @@ extension DaemonConfiguration {
         try commandLine.validate(keys: ConfigurationKey.all + [.configFile])
 
         let arguments = CommandLineArgumentsProvider(arguments: commandLine.providerArguments)
-        let variables = EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "protd")
+        let variables = EnvironmentVariablesProvider(environmentVariables: EnvironmentCheck.providerView(of: environment))
+            .prefixKeys(with: "protd")
         var layers = [
             Layer(arguments, isCommandLine: true) { $0.flag },
         ]
@@ -45,7 +46,7 @@ extension DaemonConfiguration {
                 AbsoluteConfigKey(mapping[key.components] ?? key.components)
             }, isCommandLine: true) { $0.aliases.count > index ? $0.aliases[index] : $0.flag })
         }
-        layers.append(Layer(variables) { $0.environmentVariable })
+        layers.append(Layer(variables) { EnvironmentCheck.variable(setting: $0, in: environment) })
 
         let reader = Reader(layers: layers)
         if let found = try reader.lookup(.configFile) {
@@ -216,6 +217,7 @@ struct Reader {
         if let value = try single(.maxOpenHandlesPerConnection, ValueParsing.integer(atLeast: 1)) {
             configuration.maxOpenHandlesPerConnection = value
         }
+        if let value = try single(.requireLockedMemory, ValueParsing.boolean) { configuration.requireLockedMemory = value }
         return configuration
     }
 

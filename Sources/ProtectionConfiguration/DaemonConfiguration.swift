@@ -68,6 +68,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Key `limits.max-open-handles-per-connection` (integer, default 1024,
     /// at least 1): most open file handles one connection may hold.
     public var maxOpenHandlesPerConnection: Int
+    /// Key `memory.require-locked` (boolean, default false; true in the
+    /// shipped `/etc/protd/protd.yaml`): refuse to hold keys in memory that
+    /// cannot be locked in RAM (`mlock`), instead of warning and going on.
+    public var requireLockedMemory: Bool
 
     /// A configuration with every value given or defaulted; `init()` is the
     /// built-in defaults. No validation happens here: `load` validates.
@@ -86,7 +90,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         logLevel: Logger.Level = .info,
         maxFrameBytes: Int = 1_048_576 + 1024,
         maxConnections: Int = 256,
-        maxOpenHandlesPerConnection: Int = 1024
+        maxOpenHandlesPerConnection: Int = 1024,
+        requireLockedMemory: Bool = false
     ) {
         self.socketPath = socketPath
         self.socketMode = socketMode
@@ -103,6 +108,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         self.maxFrameBytes = maxFrameBytes
         self.maxConnections = maxConnections
         self.maxOpenHandlesPerConnection = maxOpenHandlesPerConnection
+        self.requireLockedMemory = requireLockedMemory
     }
 
     /// Where the device secret comes from:

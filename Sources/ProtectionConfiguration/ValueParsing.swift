@@ -41,6 +41,15 @@ enum ValueParsing {
         return groupName(text).map { .some($0) }
     }
 
+    /// `true` or `false` (YAML's spellings, any case; also `yes`/`no`, `on`/`off`).
+    static func boolean(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "on": true
+        case "false", "no", "off": false
+        default: nil
+        }
+    }
+
     /// Whether `text` is one of the ways to write "no value".
     private static func isNone(_ text: String) -> Bool {
         text.isEmpty || text == "~" || text == "null"

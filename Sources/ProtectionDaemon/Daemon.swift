@@ -22,6 +22,15 @@ public final class Daemon: Service {
     /// Opens the state directory and prepares the server. `environment`
     /// supplies `CREDENTIALS_DIRECTORY`.
     public init(configuration: DaemonConfiguration, environment: [String: String], logger: Logger) throws {
+        // Before any key exists: every guarded region checks its lock.
+        MemoryLocking.requireLocked = configuration.requireLockedMemory
+        if !MemoryLocking.probe() {
+            logger.warning("""
+                key memory cannot be locked in RAM (mlock refused: no CAP_IPC_LOCK and a low LimitMEMLOCK), \
+                so keys could be swapped to disk; \
+                \(configuration.requireLockedMemory ? "memory.require-locked is set, so protd holds no keys" : "set memory.require-locked to refuse this")
+                """)
+        }
         let storeConfiguration = StoreConfiguration(
             stateDirectory: configuration.stateDirectory,
             deviceSecret: configuration.deviceSecretSource(environment: environment),

@@ -1,5 +1,6 @@
 internal import ProtectionCore
 internal import ProtectionWire
+internal import Sodium
 
 extension WireError {
     /// The answer for any error thrown while serving a request. Errors we do
@@ -13,6 +14,8 @@ extension WireError {
                       retryAfterSeconds: error.retryAfterSeconds.map { UInt64(max(0, $0)) })
         case let violation as ProtocolViolation:
             self.init(.protocolError, violation.message)
+        case let error as SodiumError where error.code == .memoryNotLocked:
+            self.init(.ioFailure, error.message)
         default:
             self.init(.internalError, "the daemon could not complete the request; see its log")
         }

@@ -42,6 +42,12 @@ final class GuardedRegion: @unchecked Sendable {
             throw SodiumError(.allocationFailed, "could not allocate \(byteCount) bytes of guarded memory")
         }
         sodium_memzero(memory, byteCount)
+        do {
+            try MemoryLocking.check(memory, byteCount: byteCount)
+        } catch {
+            sodium_free(memory)
+            throw error
+        }
         sodium_mprotect_noaccess(memory)
         self.base = memory
         self.byteCount = byteCount

@@ -7,6 +7,9 @@ public struct SodiumError: Error, Sendable, Equatable, CustomStringConvertible {
         case initialisationFailed
         /// Guarded memory could not be allocated.
         case allocationFailed
+        /// Guarded memory could not be locked in RAM and
+        /// `MemoryLocking.requireLocked` is set.
+        case memoryNotLocked
         /// A secret was used after it had been wiped.
         case secretWiped
         /// An input had the wrong length (key, nonce, salt...).

@@ -45,6 +45,9 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 let logger = Logger(label: "protd")
+for warning in DaemonConfiguration.environmentWarnings(environment) {
+    logger.warning("\(warning)")
+}
 switch executablePages {
 case .smallFolios:
     logger.debug("the executable's code faults in small folios")

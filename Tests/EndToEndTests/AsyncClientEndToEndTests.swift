@@ -13,93 +13,41 @@ import Testing
 struct AsyncClientEndToEndTests {
     static let large = 64 << 20
 
-    /// A large file's content: every byte depends on its position.
-    static func content(_ count: Int, seed: UInt8) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            for index in 0..<count { buffer[index] = UInt8(truncatingIfNeeded: index >> 9) &+ seed }
-            initialized = count
+    /// Runs protd-client-probe (a process of its own, so no other test in
+    /// this one can hold up its ticker) and returns its `key=value` lines.
+    static func probe(_ arguments: [String]) throws -> [String: String] {
+        let result = try CommandRunner.run(CommandRunner.builtProduct("protd-client-probe"), arguments)
+        #expect(result.status == 0, "\(result.stderr)")
+        var values: [String: String] = [:]
+        for line in result.stdout.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { values[parts[0]] = parts[1] }
         }
-    }
-
-    /// Whether `chunk` equals `content` from `offset`.
-    static func matches(_ chunk: [UInt8], _ content: [UInt8], at offset: Int) -> Bool {
-        guard offset + chunk.count <= content.count else { return false }
-        return chunk.withUnsafeBytes { piece in
-            content.withUnsafeBytes { whole in memcmp(piece.baseAddress!, whole.baseAddress! + offset, piece.count) == 0 }
-        }
+        return values
     }
 
     @Test("a 1 ms ticker keeps running while 4 large writes and 4 readChunks run in the same process")
-    func tickerKeepsRunningDuringBulkTransfers() async throws {
+    func tickerKeepsRunningDuringBulkTransfers() throws {
         let daemon = try DaemonProcess()
-        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-        let contents = (0..<4).map { Self.content(Self.large, seed: UInt8($0)) }
-        for (index, content) in contents.enumerated() {
-            try await client.file("read-\(index)").write(content, durable: false)
-        }
-
-        let ticker = Ticker()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (index, content) in contents.enumerated() {
-                group.addTask {
-                    let written = try await client.file("write-\(index)").write(content, durable: false)
-                    #expect(written == UInt64(Self.large))
-                }
-                group.addTask {
-                    // Checked chunk by chunk with memcmp: comparing whole
-                    // arrays in a debug build is itself slow enough to
-                    // hold a thread for a noticeable time.
-                    var offset = 0
-                    var same = true
-                    for try await chunk in client.file("read-\(index)").readChunks() {
-                        same = same && Self.matches(chunk, content, at: offset)
-                        offset += chunk.count
-                    }
-                    #expect(same && offset == content.count, "readChunks of read-\(index) returned other bytes")
-                }
-            }
-            try await group.waitForAll()
-        }
-        let gap = await ticker.stop()
-        #expect(gap <= .milliseconds(100), "the ticker went \(gap) without running")
-        await client.close()
+        let measured = try Self.probe(["bulk", daemon.socketPath])
+        #expect(measured["correct"] == "true", "\(measured)")
+        let gap = try #require(measured["gap-ms"].flatMap(Int.init), "\(measured)")
+        #expect(gap <= 100, "the ticker went \(gap) ms without running")
     }
 
     @Test("a large write and a readChunks end with .cancelled within 1 s while the daemon is stopped")
-    func cancellationWhileTheDaemonIsStopped() async throws {
+    func cancellationWhileTheDaemonIsStopped() throws {
         let daemon = try DaemonProcess()
-        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-        try await client.file("source").write(Self.content(Self.large, seed: 9), durable: false)
-        var chunks = client.file("source").readChunks().makeAsyncIterator()
-        _ = try #require(try await chunks.next())
-
-        #expect(kill(daemon.pid, SIGSTOP) == 0)
         defer { kill(daemon.pid, SIGCONT) }
-        let ticker = Ticker()
-        let data = Self.content(4 * Self.large, seed: 3)
-        let writer = Task { try await client.file("stalled").write(data, durable: false) }
-        let reader = Task { [chunks] in
-            var chunks = chunks
-            while try await chunks.next() != nil {}
-        }
-        // Long enough for the write to fill the socket and wait for room.
-        try await Task.sleep(for: .milliseconds(500))
-        let cancelled = ContinuousClock.now
-        writer.cancel()
-        reader.cancel()
-        let writeError = await EndToEnd.error { _ = try await writer.value }
-        let readError = await EndToEnd.error { try await reader.value }
-        let took = ContinuousClock.now - cancelled
-        #expect(writeError == .cancelled)
-        #expect(readError == .cancelled)
-        #expect(took < .seconds(1), "the cancelled calls took \(took) to return")
-        let gap = await ticker.stop()
-        #expect(gap <= .milliseconds(100), "the ticker went \(gap) without running while the daemon was stopped")
-
-        kill(daemon.pid, SIGCONT)
-        #expect(try await client.status().state == .unlocked)
-        #expect(try await client.file("stalled").exists == false)
-        await client.close()
+        let measured = try Self.probe(["stopped", daemon.socketPath, "\(daemon.pid)"])
+        #expect(measured["write"] == "cancelled", "\(measured)")
+        #expect(measured["read"] == "cancelled", "\(measured)")
+        let took = try #require(measured["cancel-ms"].flatMap(Int.init), "\(measured)")
+        #expect(took < 1000, "the cancelled calls took \(took) ms to return")
+        let gap = try #require(measured["gap-ms"].flatMap(Int.init), "\(measured)")
+        #expect(gap <= 100, "the ticker went \(gap) ms without running while the daemon was stopped")
+        #expect(measured["after"] == "unlocked", "the client did not work again after the daemon resumed: \(measured)")
+        #expect(measured["stalled-exists"] == "false", "\(measured)")
     }
 
     @Test("a wait for a stopped daemon ends with .timedOut after the request timeout")
@@ -129,7 +77,7 @@ struct AsyncClientEndToEndTests {
             }
         }
         for await _ in ready { break }
-        let content = Self.content(Self.large, seed: 5)
+        let content = [UInt8](repeating: 5, count: Self.large)
         let writers = (0..<2).map { index in
             Task {
                 while !Task.isCancelled {
@@ -151,32 +99,5 @@ struct AsyncClientEndToEndTests {
         listener.cancel()
         await admin.close()
         await client.close()
-    }
-}
-
-/// A task that sleeps 1 ms in a loop and records the longest time between
-/// two of its wake-ups: how long the process's tasks could not run.
-final class Ticker: Sendable {
-    private let task: Task<Duration, Never>
-
-    init() {
-        task = Task {
-            let clock = ContinuousClock()
-            var last = clock.now
-            var longest = Duration.zero
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(1))
-                let now = clock.now
-                longest = max(longest, now - last)
-                last = now
-            }
-            return longest
-        }
-    }
-
-    /// Stops the ticker and returns the longest gap it saw.
-    func stop() async -> Duration {
-        task.cancel()
-        return await task.value
     }
 }

@@ -103,7 +103,7 @@ struct EventObserverEndToEndTests {
         await subscriber.close()
     }
 
-    @Test("observing on a closed client fails with daemonUnavailable")
+    @Test("observing on a closed client fails with clientClosed")
     func observingAClosedClientFails() async throws {
         let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 0)
         defer { _ = daemon }
@@ -113,8 +113,8 @@ struct EventObserverEndToEndTests {
             _ = try await client.observeEvents { _ in .none }
             Issue.record("observeEvents on a closed client succeeded")
         } catch {
-            guard case .daemonUnavailable = error else {
-                Issue.record("expected daemonUnavailable, got \(error)")
+            guard case .clientClosed = error else {
+                Issue.record("expected clientClosed, got \(error)")
                 return
             }
         }

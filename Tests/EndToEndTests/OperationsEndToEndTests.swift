@@ -61,6 +61,26 @@ struct OperationsEndToEndTests {
         #expect(try await owner.file("mine").read() == Array("root's secret".utf8))
     }
 
+    @Test("a user the socket's mode shuts out is told which group to join",
+          .enabled(if: isRoot, "needs root to run a client under another uid (setpriv)"))
+    func permissionDeniedNamesTheGroup() throws {
+        let daemon = try DaemonProcess(socketMode: "0660")
+        let refused = try asOtherUser(daemon, ["status"])
+        #expect(refused.status == 69)
+        #expect(refused.stderr.contains("permission denied") && refused.stderr.contains("join the group"),
+                "\(refused.stderr)")
+        #expect(!refused.stderr.contains("check that it is running"), "\(refused.stderr)")
+    }
+
+    @Test("protd serves where PROTD_SOCKET says, the variable the client library reads, and names unknown PROTD_ variables")
+    func socketVariable() async throws {
+        let daemon = try DaemonProcess(environment: ["PROTD_SOKET": "/typo"], socketFromEnvironment: true)
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await client.status().state == .unlocked)
+        await client.close()
+        #expect(daemon.log.contains("PROTD_SOKET is not one protd reads"), "\(daemon.log)")
+    }
+
     @Test("clients holding every connection slot cannot keep an administrator from connecting and locking",
           .enabled(if: isRoot, "needs root to run a client under another uid (setpriv)"))
     func slotsKeptForAdmins() async throws {

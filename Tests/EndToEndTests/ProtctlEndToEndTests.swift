@@ -141,10 +141,15 @@ struct ProtctlEndToEndTests {
         }
     }
 
-    @Test("exit codes: 75 while locked, 65 on tampered data, 64 for erase without --yes, 69 without a daemon")
+    @Test("exit codes: 75 while locked, 65 on tampered data, 64 for erase without --yes or an empty passcode, 69 without a daemon")
     func exitCodes() throws {
         let daemon = try DaemonProcess(gracePeriodSeconds: 0)
+        let nothingToUnlock = try run(daemon, ["unlock", "--stdin"], input: "")
+        #expect(nothingToUnlock.status == 0)
+        #expect(nothingToUnlock.stdout.contains("nothing to unlock"), "\(nothingToUnlock.stdout)")
         #expect(try run(daemon, ["passwd", "--stdin"], input: "pass").status == 0)
+        let empty = try run(daemon, ["unlock", "--stdin"], input: "")
+        #expect(empty.status == 64, "\(empty.stderr)")
         #expect(try run(daemon, ["write", "a", "--protection", "complete"], input: "secret").status == 0)
         #expect(try run(daemon, ["write", "d", "--protection", "none"], input: "plain").status == 0)
         #expect(try run(daemon, ["lock"]).status == 0)
@@ -174,7 +179,7 @@ struct ProtctlEndToEndTests {
         }
         let limited = try run(daemon, ["unlock", "--stdin"], input: "right")
         #expect(limited.status == 75)
-        #expect(limited.stderr.contains("retry in"))
+        #expect(limited.stderr.contains("wait 1 minute before trying again"), "\(limited.stderr)")
         try daemon.restart()
         #expect(try run(daemon, ["unlock", "--stdin"], input: "right").status == 75)
         #expect(try run(daemon, ["--json", "status"]).json?["retryAfterSeconds"] as? Int ?? 0 > 0)

@@ -6,10 +6,12 @@ import Testing
 
 @Suite("The configuration files in Config/")
 struct ShippedFilesTests {
-    @Test("Config/protd.yaml loads and equals the built-in defaults")
+    @Test("Config/protd.yaml loads and equals the built-in defaults, but for requiring locked key memory")
     func productionFileIsTheDefaults() async throws {
         let configuration = try await load(["--config", repositoryRoot + "/Config/protd.yaml"])
-        #expect(configuration == DaemonConfiguration())
+        var expected = DaemonConfiguration()
+        expected.requireLockedMemory = true
+        #expect(configuration == expected)
     }
 
     @Test("Config/protd.yaml sets every key, so it documents them all", arguments: [
@@ -18,6 +20,7 @@ struct ShippedFilesTests {
         "passcode.argon2-memory-kib", "passcode.failed-attempt-delays",
         "passcode.erase-after-failed-attempts", "storage.segment-size", "storage.cipher", "log.level",
         "limits.max-frame-bytes", "limits.max-connections", "limits.max-open-handles-per-connection",
+        "memory.require-locked",
     ])
     func productionFileSetsKey(key: String) async throws {
         // Spoil the key's value in a copy; loading must then fail naming the
@@ -113,7 +116,7 @@ struct UsageTests {
     func listsEveryKey() {
         let usage = DaemonConfiguration.usage
         let keys: [(key: String, flag: String, variable: String, value: String)] = [
-            ("socket.path", "--socket-path", "PROTD_SOCKET_PATH", "/run/protd/protd.sock"),
+            ("socket.path", "--socket-path", "PROTD_SOCKET", "/run/protd/protd.sock"),
             ("socket.mode", "--socket-mode", "PROTD_SOCKET_MODE", "0660"),
             ("socket.group", "--socket-group", "PROTD_SOCKET_GROUP", "none"),
             ("state.directory", "--state-directory", "PROTD_STATE_DIRECTORY", "/var/lib/protd"),

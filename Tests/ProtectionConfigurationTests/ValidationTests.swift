@@ -181,7 +181,7 @@ struct ValidationTests {
     func commaInFlagValue() async throws {
         let error = try #require(await loadError(["--socket-path", "/tmp/a,b.sock"]))
         #expect(error.key == "socket.path")
-        #expect(error.description.contains("PROTD_SOCKET_PATH"))
+        #expect(error.description.contains("PROTD_SOCKET"))
     }
 
     @Test("a flag without its value is refused")

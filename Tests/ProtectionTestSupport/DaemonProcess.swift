@@ -18,6 +18,8 @@ public final class DaemonProcess: @unchecked Sendable {
     /// "Nehalem"]` for a CPU without AES-NI; empty to run it directly.
     /// Takes effect at the next `start()`.
     public var launcher: [String] = []
+    /// Whether protd learns its socket path from PROTD_SOCKET, not the file.
+    private var socketFromEnvironment = false
 
     /// How often start-up tries to connect while waiting for the daemon.
     public static let readinessPollMilliseconds = 2
@@ -35,16 +37,18 @@ public final class DaemonProcess: @unchecked Sendable {
     public init(gracePeriodSeconds: Double = 10, socketMode: String = "0660", extraConfig: String = "",
                 extraArguments: [String] = [], environment: [String: String] = [:],
                 argon2: (operations: Int, memoryKiB: Int) = (1, 8), logLevel: String = "debug",
-                parentDirectory: String? = nil) throws {
+                parentDirectory: String? = nil, socketFromEnvironment: Bool = false) throws {
         directory = try TemporaryDirectory("daemon", in: parentDirectory)
         // Unix socket paths are limited to 107 bytes; keep it short.
         socketPath = directory.appending("s")
         stateDirectory = directory.appending("state")
         configPath = directory.appending("protd.yaml")
         logPath = directory.appending("protd.log")
+        // With `socketFromEnvironment` the path reaches protd as
+        // PROTD_SOCKET, the variable the client library reads too.
+        let pathLine = socketFromEnvironment ? "" : "\n  path: \(socketPath)"
         let yaml = """
-            socket:
-              path: \(socketPath)
+            socket:\(pathLine)
               mode: "\(socketMode)"
             state:
               directory: \(stateDirectory)
@@ -59,6 +63,7 @@ public final class DaemonProcess: @unchecked Sendable {
 
             """ + extraConfig
         try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
+        self.socketFromEnvironment = socketFromEnvironment
         try start(extraArguments: extraArguments, environment: environment)
     }
 
@@ -78,7 +83,9 @@ public final class DaemonProcess: @unchecked Sendable {
         let command = launcher + [Self.binaryPath, "--config", configPath] + extraArguments
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
-        process.environment = Self.childEnvironment(inheriting: ProcessInfo.processInfo.environment, adding: environment)
+        let socketVariable = socketFromEnvironment ? ["PROTD_SOCKET": socketPath] : [:]
+        process.environment = Self.childEnvironment(inheriting: ProcessInfo.processInfo.environment,
+                                                    adding: environment.merging(socketVariable) { $1 })
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()

@@ -54,7 +54,7 @@ struct FileHeader: Equatable {
     static func decode(_ bytes: [UInt8]) throws -> FileHeader {
         guard bytes.count == byteCount else { throw ProtectionError.integrity("file is shorter than its header") }
         var reader = ByteReader(bytes)
-        guard reader.read(4) == magic else { throw ProtectionError.integrity("not a protd file (bad magic)") }
+        guard reader.read(4) == magic else { throw ProtectionError.integrity("not a protd file: its magic bytes are wrong") }
         let version: UInt8 = reader.readLittleEndian()!
         guard version == formatVersion else {
             throw ProtectionError.integrity("unsupported file format version \(version)")
@@ -77,7 +77,7 @@ struct FileHeader: Equatable {
         let slot = reader.read(wrappedKeySlotByteCount)!
         // The tag is computed over a zero-padded slot; reject other padding.
         guard slot[keyLength...].allSatisfy({ $0 == 0 }) else {
-            throw ProtectionError.integrity("the file header was modified (key slot padding)")
+            throw ProtectionError.integrity("the file header was modified in its key slot padding")
         }
         return FileHeader(algorithm: algorithm, protection: protection, segmentSize: segmentSize, fileID: fileID,
                           wrappedKey: Array(slot[..<keyLength]), tag: reader.read(tagByteCount)!)

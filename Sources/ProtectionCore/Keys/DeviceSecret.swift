@@ -65,7 +65,7 @@ public enum DeviceSecret {
     /// is systemd's and left alone.
     static func removeLeftoverTemporaryFiles(for source: Source) throws {
         guard case .file(let path) = source else { return }
-        let prefix = (path.split(separator: "/").last.map(String.init) ?? path) + temporaryInfix
+        let prefix = PathBytes.lastComponent(of: path) + temporaryInfix
         try Posix.removeFiles(in: Posix.parentDirectory(of: path)) { SecureRandomName.matches($0, prefix: prefix) }
     }
 

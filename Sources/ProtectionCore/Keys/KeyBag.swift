@@ -194,7 +194,7 @@ public final class KeyBag {
         let wait = policy.secondsUntilNextAttempt(failures: failedAttempts, lastAttemptAt: record.lastAttemptAt, now: now)
         guard wait == 0 else {
             throw ProtectionError(.rateLimited,
-                                  "too many failed attempts (\(failedAttempts)); try again in \(wait) s",
+                                  "\(failedAttempts) consecutive failed attempts",
                                   retryAfterSeconds: wait)
         }
         let before = record
@@ -244,8 +244,8 @@ public final class KeyBag {
                                   "wrong passcode; \(limit) consecutive failures: every key was erased as configured")
         }
         let wait = policy.delay(afterFailures: failedAttempts)
-        let next = wait > 0 ? "next attempt allowed in \(wait) s" : "try again"
-        throw ProtectionError(.wrongPasscode, "wrong passcode (\(failedAttempts) consecutive failures); \(next)",
+        // The wait travels as retryAfterSeconds; clients say it in their own words.
+        throw ProtectionError(.wrongPasscode, "\(failedAttempts) consecutive failed attempts",
                               retryAfterSeconds: wait > 0 ? wait : nil)
     }
 

@@ -2,7 +2,9 @@
 ///
 /// Rules: UTF-8 without NUL, 1 to 1024 bytes, components separated by `/`,
 /// each 1 to 255 bytes and neither `.` nor `..`; no leading `/` (absolute),
-/// no empty component (`a//b`, trailing `/`).
+/// no empty component (`a//b`, trailing `/`). Every rule is checked on the
+/// bytes the kernel will see (`PathBytes`), not on Swift characters: a
+/// combining mark after `/` or `..` changes the characters, not the bytes.
 public struct FileName: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// Longest name in UTF-8 bytes.
     public static let maxByteCount = 1024
@@ -21,11 +23,11 @@ public struct FileName: Hashable, Sendable, CustomStringConvertible, Comparable 
         guard !bytes.isEmpty else { throw refuse("the name is empty") }
         guard bytes.count <= Self.maxByteCount else { throw refuse("longer than \(Self.maxByteCount) bytes") }
         guard !bytes.contains(0) else { throw refuse("contains a NUL byte") }
-        guard !value.hasPrefix("/") else { throw refuse("absolute paths are not allowed; use a relative name") }
-        for component in value.split(separator: "/", omittingEmptySubsequences: false) {
-            guard !component.isEmpty else { throw refuse("empty path component (double or trailing '/')") }
-            guard component != ".", component != ".." else { throw refuse("'.' and '..' components are not allowed") }
-            guard component.utf8.count <= Self.maxComponentByteCount else {
+        guard bytes.first != PathBytes.slash else { throw refuse("absolute paths are not allowed; use a relative name") }
+        for component in PathBytes.components(value) {
+            guard !component.isEmpty else { throw refuse("an empty path component, from a double or trailing '/'") }
+            guard !PathBytes.isDotOrDotDot(component) else { throw refuse("'.' and '..' components are not allowed") }
+            guard component.count <= Self.maxComponentByteCount else {
                 throw refuse("a component is longer than \(Self.maxComponentByteCount) bytes")
             }
         }

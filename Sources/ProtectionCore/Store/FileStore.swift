@@ -44,7 +44,7 @@ struct FileStore: Sendable {
     /// Like `path(for:in:)`, also creating the name's parent directories.
     func pathCreatingParents(for name: FileName, in namespace: Namespace) throws -> String {
         let path = try path(for: name, in: namespace)
-        if name.value.contains("/") { try Posix.makeDirectories(Posix.parentDirectory(of: path)) }
+        if name.value.utf8.contains(PathBytes.slash) { try Posix.makeDirectories(Posix.parentDirectory(of: path)) }
         return path
     }
 
@@ -98,8 +98,8 @@ struct FileStore: Sendable {
                 guard lstat(base + "/" + child, &info) == 0 else { continue }
                 if (info.st_mode & S_IFMT) == S_IFDIR {
                     // Descend only where a match can still be found.
-                    if child.hasPrefix(prefix) || prefix.hasPrefix(child + "/") { try walk(child) }
-                } else if (info.st_mode & S_IFMT) == S_IFREG, child.hasPrefix(prefix),
+                    if PathBytes.hasPrefix(child, prefix) || PathBytes.hasPrefix(prefix, child + "/") { try walk(child) }
+                } else if (info.st_mode & S_IFMT) == S_IFREG, PathBytes.hasPrefix(child, prefix),
                           let name = try? FileName(child),
                           let attributes = try? self.attributes(of: name, in: namespace, openFile: openFile) {
                     results.append(attributes)

@@ -108,7 +108,7 @@ extension ProtectionError {
         } catch let error as SodiumError {
             switch error.code {
             case .secretWiped:
-                throw ProtectionError(.protectedDataUnavailable, "protected data became unavailable (the device locked)")
+                throw ProtectionError(.protectedDataUnavailable, "protected data became unavailable: the device locked")
             case .authenticationFailed:
                 throw ProtectionError.integrity("data does not authenticate")
             default:

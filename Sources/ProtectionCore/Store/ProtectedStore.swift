@@ -64,6 +64,7 @@ public final class ProtectedStore: Sendable {
                                                     "choose xchacha20-poly1305 or auto")
         }
         try Posix.makeDirectories(configuration.stateDirectory)
+        try StateDirectoryCheck.verify(configuration.stateDirectory)
         directoryLock = try StateDirectoryLock(directory: configuration.stateDirectory)
         // Nothing of this store runs yet, and no other store may (the lock):
         // whatever temporary file is there was left by a write that a crash
@@ -157,7 +158,7 @@ public final class ProtectedStore: Sendable {
     ) throws -> LockProgress {
         try state.withLock { state in
             guard state.keyBag.hasPasscode else {
-                throw ProtectionError(.noPasscodeSet, "cannot lock: no passcode is set (set one with passwd first)")
+                throw ProtectionError(.noPasscodeSet, "cannot lock without a passcode; set one with passwd first")
             }
             switch state.machine.lockRequested(grace: grace, now: now, subscribers: subscribers) {
             case .alreadyUnavailable:

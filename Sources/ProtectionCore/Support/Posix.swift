@@ -8,7 +8,7 @@ package enum Posix {
     /// directory layout.
     static func error(_ operation: String, _ fullPath: String, errno code: Int32 = errno) -> ProtectionError {
         let reason = String(cString: strerror(code))
-        let path = fullPath.split(separator: "/").last.map(String.init) ?? fullPath
+        let path = PathBytes.lastComponent(of: fullPath)
         switch code {
         case ENOENT: return ProtectionError(.notFound, "\(operation) \(path): no such file")
         case EEXIST: return ProtectionError(.alreadyExists, "\(operation) \(path): already exists")
@@ -133,9 +133,7 @@ package enum Posix {
 
     /// The directory containing `path`: "/" for "/a", "." for "a".
     static func parentDirectory(of path: String) -> String {
-        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
-        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+        PathBytes.parent(of: path)
     }
 
     /// Whether something exists at `path` (not following a final symlink).

@@ -4,12 +4,12 @@ import DataProtection
 /// `protctl lock [--grace SECONDS] [--no-wait]`.
 struct Lock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Lock: wipe class A keys and the class B private key after the grace period.",
+        abstract: "Lock: wipe the complete (class A) key and the completeUnlessOpen (class B) private key after the grace period.",
         discussion: "Needs root or the admin group. Returns once the state is locked, unless --no-wait.")
 
     @ParentCommand var root: Protctl
 
-    @Option(help: ArgumentHelp("Seconds subscribers get to close class A files (default: the daemon's; 0 = now).",
+    @Option(help: ArgumentHelp("Seconds subscribers get to close complete (class A) files (default: the daemon's; 0 = now).",
                                valueName: "seconds"))
     var grace: Double?
 

@@ -16,7 +16,7 @@ struct Watch: AsyncParsableCommand {
     @Option(help: "Exit after this many events.")
     var count: Int?
 
-    @Flag(help: "Acknowledge protectedDataWillBecomeUnavailable (this watcher holds no class A files).")
+    @Flag(help: "Acknowledge protectedDataWillBecomeUnavailable (this watcher holds no complete, class A, files).")
     var ack = false
 
     func validate() throws {

@@ -64,7 +64,7 @@ enum ExitCodes {
         switch error.code {
         case .integrityFailure: return dataError
         case .notFound: return noInput
-        case .daemonUnavailable, .protocolError, .unsupportedVersion, .tooManyConnections: return unavailable
+        case .daemonUnavailable, .protocolError, .unsupportedVersion, .tooManyConnections, .timedOut: return unavailable
         case .protectedDataUnavailable, .rateLimited: return tryAgain
         case .wrongPasscode, .permissionDenied, .erasedAfterFailedAttempts: return noPermission
         case .keyBagCorrupt: return configuration

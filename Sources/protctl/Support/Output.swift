@@ -14,16 +14,10 @@ enum Output {
         write(Data((text + "\n").utf8), to: STDOUT_FILENO)
     }
 
-    /// Prints the error as one line on stderr, with when to retry if known.
+    /// Prints the error as one line on stderr (a library error's sentence
+    /// already says when to retry).
     static func error(_ error: any Error) {
-        var text = "protctl: \(error)"
-        if case DataProtectionError.rateLimited(let retryAfter, _) = error {
-            text += " (retry in \(retryAfter.components.seconds) s)"
-        }
-        if case DataProtectionError.wrongPasscode(_, let retryAfter?) = error {
-            text += " (next attempt allowed in \(retryAfter.components.seconds) s)"
-        }
-        write(Data((text + "\n").utf8), to: STDERR_FILENO)
+        write(Data("protctl: \(error)\n".utf8), to: STDERR_FILENO)
     }
 
     /// Writes `bytes` to `fd`, best effort: when the reader has gone (a

@@ -1,0 +1,53 @@
+internal import CSodium
+internal import Synchronization
+
+/// Whether guarded memory is really held in RAM. `sodium_malloc` asks for
+/// `mlock` but carries on silently when the kernel refuses it (no
+/// CAP_IPC_LOCK and a low RLIMIT_MEMLOCK): keys could then be swapped to
+/// disk. Every guarded region checks its lock here; the daemon reports the
+/// result and, with `requireLocked`, refuses to hold keys in memory that
+/// cannot be locked.
+public enum MemoryLocking {
+    private struct State {
+        var requireLocked = false
+        var unlockedRegions = 0
+    }
+
+    private static let state = Mutex(State())
+
+    /// When set, a guarded allocation that cannot be locked fails with
+    /// `memoryNotLocked` instead of going on unlocked. Set it at start,
+    /// before any key is made.
+    public static var requireLocked: Bool {
+        get { state.withLock { $0.requireLocked } }
+        set { state.withLock { $0.requireLocked = newValue } }
+    }
+
+    /// How many guarded regions (alive or not) could not be locked.
+    public static var unlockedRegions: Int { state.withLock { $0.unlockedRegions } }
+
+    /// Whether every guarded region so far was locked.
+    public static var everyRegionLocked: Bool { unlockedRegions == 0 }
+
+    /// Whether one page of guarded memory can be locked right now.
+    public static func probe() -> Bool {
+        guard (try? SodiumRuntime.ensureInitialised()) != nil, let page = sodium_malloc(64) else { return false }
+        defer { sodium_free(page) }
+        return sodium_mlock(page, 64) == 0
+    }
+
+    /// Checks that the region at `base` is locked (locking it again is
+    /// harmless); records or, with `requireLocked`, throws when it is not.
+    static func check(_ base: UnsafeMutableRawPointer, byteCount: Int) throws(SodiumError) {
+        let locked = sodium_mlock(base, byteCount) == 0
+        guard !locked else { return }
+        let required = state.withLock { state in
+            state.unlockedRegions += 1
+            return state.requireLocked
+        }
+        if required {
+            throw SodiumError(.memoryNotLocked, "key memory cannot be locked in RAM; give protd CAP_IPC_LOCK "
+                              + "or a higher LimitMEMLOCK, or turn memory.require-locked off")
+        }
+    }
+}

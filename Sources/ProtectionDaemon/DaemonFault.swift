@@ -18,15 +18,13 @@ public struct DaemonFault: Sendable, Equatable, CustomStringConvertible {
     /// The fault for `error`, thrown while opening the state directory.
     public init(openingStateFailedWith error: any Error) {
         switch error {
-        case let error as ProtectionError where error.code == .keyBagCorrupt:
-            code = .keyBagCorrupt
-            reason = error.message
         case let error as ProtectionError:
-            code = .ioFailure
-            reason = "the state directory cannot be used: \(error.message)"
+            // The messages name the file and what is wrong with it.
+            code = error.code == .keyBagCorrupt ? .keyBagCorrupt : .ioFailure
+            reason = error.message
         default:
             code = .ioFailure
-            reason = "the state directory cannot be used: \(error)"
+            reason = "\(error)"
         }
     }
 

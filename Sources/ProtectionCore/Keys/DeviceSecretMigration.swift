@@ -1,4 +1,4 @@
-public import Sodium
+internal import Sodium
 
 /// Moving the key bag from a former device secret to the configured one
 /// (docs/DESIGN.md, "Changing the device secret"): adding the systemd

@@ -54,7 +54,7 @@ public final class Daemon: Service {
                 logger.log(level: level, "device secret: \(notice)")
             }
         } catch {
-            let fault = DaemonFault(openingStateFailedWith: error)
+            let fault = DaemonFault(openingStateFailedWith: error, in: configuration.stateDirectory)
             logger.critical("""
                 serving no files: the state directory could not be opened; status reports why and other \
                 requests are refused; fix it and restart protd

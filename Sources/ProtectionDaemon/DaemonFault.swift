@@ -15,16 +15,18 @@ public struct DaemonFault: Sendable, Equatable, CustomStringConvertible {
     /// The error code of the requests refused.
     let code: WireErrorCode
 
-    /// The fault for `error`, thrown while opening the state directory.
-    public init(openingStateFailedWith error: any Error) {
+    /// The fault for `error`, thrown while opening the state in `stateDirectory`.
+    public init(openingStateFailedWith error: any Error, in stateDirectory: String) {
         switch error {
-        case let error as ProtectionError:
-            // The messages name the file and what is wrong with it.
-            code = error.code == .keyBagCorrupt ? .keyBagCorrupt : .ioFailure
+        case let error as ProtectionError where error.code == .keyBagCorrupt:
+            code = .keyBagCorrupt
             reason = error.message
+        case let error as ProtectionError:
+            code = .ioFailure
+            reason = "cannot open the state in \(stateDirectory): \(error.message)"
         default:
             code = .ioFailure
-            reason = "\(error)"
+            reason = "cannot open the state in \(stateDirectory): \(error)"
         }
     }
 

@@ -68,7 +68,7 @@ struct FaultStateEndToEndTests {
         defer { daemon.stop() }
         let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         let fault = try #require(try await client.status().fault)
-        #expect(fault.contains("state directory"))
+        #expect(fault.contains("cannot open the state in \(daemon.stateDirectory)"))
         do {
             _ = try await client.list()
             Issue.record("a listing was served in a fault state")

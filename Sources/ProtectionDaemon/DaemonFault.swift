@@ -34,7 +34,7 @@ public struct DaemonFault: Sendable, Equatable, CustomStringConvertible {
 
     /// The answer to every request but `hello` and `status`.
     var refusal: WireError {
-        WireError(code, "protd is in a fault state and serves no files: \(reason) (see journalctl -u protd)")
+        WireError(code, "protd is in a fault state and serves no files: \(reason); see journalctl -u protd")
     }
 }
 

@@ -96,6 +96,47 @@ struct DeviceSecretEndToEndTests {
         daemon.stop()
     }
 
+    static let systemdAnalyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    @Test("the README's drop-in with LoadCredentialEncrypted= passes systemd-analyze verify with the shipped unit",
+          .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed"))
+    func readmeDropInVerifies() throws {
+        let analyze = try #require(Self.systemdAnalyze)
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
+        // The recipe writes the drop-in with printf '...'.
+        let printf = try #require(readme.split(separator: "\n").first { $0.contains("printf '[Service]") })
+        let quoted = try #require(printf.split(separator: "'").dropFirst().first)
+        let dropIn = quoted.replacingOccurrences(of: "\\n", with: "\n")
+        #expect(dropIn.contains("LoadCredentialEncrypted=device-key:/etc/credstore.encrypted/protd-device-key"))
+
+        let directory = try TemporaryDirectory("dropin")
+        defer { directory.remove() }
+        for unit in ["protd.service", "protd.socket"] {
+            let text = try String(contentsOf: repository.appendingPathComponent("systemd/\(unit)"), encoding: .utf8)
+                .replacingOccurrences(of: "/usr/bin/protd", with: DaemonProcess.binaryPath)
+            try text.write(toFile: directory.appending(unit), atomically: true, encoding: .utf8)
+        }
+        try FileManager.default.createDirectory(atPath: directory.appending("protd.service.d"),
+                                                withIntermediateDirectories: true)
+        let verify = { (text: String) throws -> CommandResult in
+            try text.write(toFile: directory.appending("protd.service.d/device-key.conf"), atomically: true,
+                           encoding: .utf8)
+            var environment = ProcessInfo.processInfo.environment
+            environment["SYSTEMD_UNIT_PATH"] = directory.path + ":"
+            return try CommandRunner.run(analyze, ["verify", directory.appending("protd.service")],
+                                         environment: environment)
+        }
+        let clean = try verify(dropIn)
+        #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(clean.stdout)\(clean.stderr)")
+        // The control: the drop-in is read (a bad line in it is reported).
+        let spoiled = try verify(dropIn + "NoSuchSetting=1\n")
+        #expect(spoiled.stderr.contains("device-key.conf"), "\(spoiled.stderr)")
+    }
+
     @Test("a store made with the file secret keeps its passcode and files after the device-key credential is added")
     func fileToCredential() async throws {
         try await migrates(credentials: plainCredential(in:))

@@ -17,7 +17,7 @@ final class Connection: Sendable {
     /// sharing it lets that thread take the events of many clients in one
     /// wake-up. Spread over the group's loops, 250 subscribing clients in
     /// one process used a third more CPU and several times the context
-    /// switches in `protd-bench --only lock` (docs/DESIGN.md, Daemon).
+    /// switches in `protd-bench --only lock` (docs/DESIGN.md, Client library).
     static let sharedLoop = MultiThreadedEventLoopGroup.singleton.next()
 
     let router: RequestRouter
@@ -231,7 +231,9 @@ final class Connection: Sendable {
         do {
             try await outbound.write(contentsOf: frames)
         } catch {
-            if let closed = router.closedError { throw closed }
+            // The send in progress fails with what closed the connection
+            // (a stalled daemon's timedOut); later calls with closedError.
+            if let failure = router.failure { throw failure }
             if Task.isCancelled { throw .cancelled }
             throw .daemonUnavailable("cannot send to protd: \(ConnectionFailure.reason(error))")
         }

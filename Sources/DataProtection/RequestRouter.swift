@@ -41,6 +41,8 @@ final class RequestRouter: Sendable {
 
     private struct Slot {
         var shape: AnswerShape
+        /// How long the answer may take, and when that ends.
+        var timeout: Duration
         var deadline: ContinuousClock.Instant
         var frames: [Response] = []
         var outcome: Outcome?
@@ -97,11 +99,12 @@ final class RequestRouter: Sendable {
     /// Takes the next request id and a slot for its answer, which must
     /// come within `timeout` (the router's when nil).
     func register(_ shape: AnswerShape, timeout: Duration? = nil) throws(DataProtectionError) -> UInt32 {
-        let deadline = ContinuousClock.now + (timeout ?? self.timeout)
+        let limit = timeout ?? self.timeout
+        let deadline = ContinuousClock.now + limit
         let (id, arm) = try state.withLock { state throws(DataProtectionError) in
             if let failure = state.failure { throw Self.laterCallError(failure) }
             let id = Self.takeID(&state)
-            state.slots[id] = Slot(shape: shape, deadline: deadline)
+            state.slots[id] = Slot(shape: shape, timeout: limit, deadline: deadline)
             return (id, Self.claimSweep(&state))
         }
         if arm { scheduleSweep() }
@@ -146,30 +149,27 @@ final class RequestRouter: Sendable {
     /// connection when a send is past its deadline; re-arms while anything waits.
     private func sweep() {
         let now = ContinuousClock.now
-        let seconds = timeout.components.seconds
         let (expired, stalledChannel, rearm) = state.withLock { state in
-            var expired: [(CheckedContinuation<Outcome, Never>?, UInt32)] = []
+            var expired: [(CheckedContinuation<Outcome, Never>, DataProtectionError)] = []
             for (id, var slot) in state.slots where slot.outcome == nil && slot.deadline <= now {
-                let error = DataProtectionError.timedOut("protd did not answer within \(seconds) seconds")
+                let error = DataProtectionError.timedOut(
+                    "protd did not answer within \(slot.timeout.components.seconds) seconds")
                 if let waiter = slot.waiter {
                     state.slots[id] = nil
-                    expired.append((waiter, id))
+                    expired.append((waiter, error))
                 } else {
                     slot.outcome = .failure(error)
                     slot.frames = []
                     state.slots[id] = slot
-                    expired.append((nil, id))
                 }
             }
             let stalled = state.sends.values.contains { $0 <= now } ? state.channel : nil
             state.sweepArmed = state.failure == nil && (!state.slots.isEmpty || !state.sends.isEmpty)
             return (expired, stalled, state.sweepArmed)
         }
-        for case (let waiter?, _) in expired {
-            waiter.resume(returning: .failure(.timedOut("protd did not answer within \(seconds) seconds")))
-        }
+        for (waiter, error) in expired { waiter.resume(returning: .failure(error)) }
         if let stalledChannel {
-            close(with: .timedOut("protd took no data for \(seconds) seconds; the connection was closed"))
+            close(with: .timedOut("protd took no data for \(timeout.components.seconds) seconds, so the connection was closed"))
             stalledChannel.close(promise: nil)
         }
         if rearm { scheduleSweep() }

@@ -82,6 +82,13 @@ func bulk(socket: String) async throws {
     await client.close()
 }
 
+/// Whether /proc shows `pid` stopped (state `T`, after the command name's closing parenthesis).
+func isStopped(_ pid: pid_t) -> Bool {
+    guard let line = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = line.lastIndex(of: ")") else { return false }
+    return line[line.index(after: close)...].split(separator: " ").first == "T"
+}
+
 func stopped(socket: String, daemon: pid_t) async throws {
     let client = try await DataProtectionClient.connect(socketPath: socket)
     try await client.file("source").write(content(large, seed: 9), durable: false)
@@ -89,6 +96,12 @@ func stopped(socket: String, daemon: pid_t) async throws {
     _ = try await chunks.next()
 
     kill(daemon, SIGSTOP)
+    // The signal is only queued when kill returns: wait until the kernel shows the daemon stopped.
+    var waited = 0
+    while !isStopped(daemon), waited < 5000 {
+        usleep(1000)
+        waited += 1
+    }
     let ticker = Ticker()
     let data = content(4 * large, seed: 3)
     let writer = Task { try await client.file("stalled").write(data, durable: false) }

@@ -11,8 +11,6 @@ import Testing
 /// every wait is bounded. All against the real daemon.
 @Suite("The client never blocks a thread it does not own", .serialized)
 struct AsyncClientEndToEndTests {
-    static let large = 64 << 20
-
     /// Runs protd-client-probe (a process of its own, so no other test in
     /// this one can hold up its ticker) and returns its `key=value` lines.
     static func probe(_ arguments: [String]) throws -> [String: String] {
@@ -38,7 +36,7 @@ struct AsyncClientEndToEndTests {
     @Test("a large write and a readChunks end with .cancelled within 1 s while the daemon is stopped")
     func cancellationWhileTheDaemonIsStopped() throws {
         let daemon = try DaemonProcess()
-        defer { kill(daemon.pid, SIGCONT) }
+        defer { daemon.resume() }
         let measured = try Self.probe(["stopped", daemon.socketPath, "\(daemon.pid)"])
         #expect(measured["write"] == "cancelled", "\(measured)")
         #expect(measured["read"] == "cancelled", "\(measured)")
@@ -54,13 +52,32 @@ struct AsyncClientEndToEndTests {
     func waitsAreBounded() async throws {
         let daemon = try DaemonProcess()
         let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath, requestTimeout: .seconds(1))
-        #expect(kill(daemon.pid, SIGSTOP) == 0)
-        defer { kill(daemon.pid, SIGCONT) }
+        daemon.suspend()
+        defer { daemon.resume() }
         let start = ContinuousClock.now
         #expect(await EndToEnd.failure { _ = try await client.status() } == .timedOut)
         let took = ContinuousClock.now - start
         #expect(took >= .seconds(1) && took < .seconds(3), "status gave up after \(took)")
         await client.close()
+    }
+
+    @Test("a large write to a daemon that takes no data ends with .timedOut and closes the stalled connection")
+    func stalledSendsAreBounded() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath, requestTimeout: .seconds(1))
+        daemon.suspend()
+        defer { daemon.resume() }
+        let start = ContinuousClock.now
+        // More than the socket buffers on both sides hold, so the write must wait.
+        let data = [UInt8](repeating: 1, count: 16 << 20)
+        #expect(await EndToEnd.failure { _ = try await client.file("stalled").write(data, durable: false) } == .timedOut)
+        let took = ContinuousClock.now - start
+        #expect(took >= .seconds(1) && took < .seconds(3), "the write gave up after \(took)")
+        #expect(await EndToEnd.failure { _ = try await client.status() } == .daemonUnavailable)
+        daemon.resume()
+        let fresh = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        #expect(try await fresh.file("stalled").exists == false)
+        await fresh.close()
     }
 
     @Test("the README's events loop acknowledges a lock within 2 s while 2 tasks write large files")
@@ -77,7 +94,9 @@ struct AsyncClientEndToEndTests {
             }
         }
         for await _ in ready { break }
-        let content = [UInt8](repeating: 5, count: Self.large)
+        // Several chunks each (a large write), yet small enough not to
+        // disturb the suite's in-process memory measurements.
+        let content = [UInt8](repeating: 5, count: 4 << 20)
         let writers = (0..<2).map { index in
             Task {
                 while !Task.isCancelled {

@@ -74,9 +74,9 @@ struct ErrorMessageEndToEndTests {
         if let error = await EndToEnd.error({ _ = try await cancelled.value }) { Self.check(error, .cancelled) }
 
         let short = try await DataProtectionClient.connect(socketPath: daemon.socketPath, requestTimeout: .seconds(1))
-        kill(daemon.pid, SIGSTOP)
+        daemon.suspend()
         Self.check(await EndToEnd.error { _ = try await short.status() }, .timedOut)
-        kill(daemon.pid, SIGCONT)
+        daemon.resume()
         await short.close()
 
         await client.close()

@@ -27,7 +27,9 @@ struct InProcessDaemonEndToEndTests {
         let running = Task { try await group.run() }
 
         let client = try await connectWhenReady(socket)
-        let size = 32 << 20
+        // Sixteen chunks each: large writes, small enough not to disturb
+        // the suite's in-process memory measurements.
+        let size = 8 << 20
         try await withThrowingTaskGroup(of: Void.self) { writes in
             for index in 0..<4 {
                 writes.addTask {
@@ -46,9 +48,10 @@ struct InProcessDaemonEndToEndTests {
         try await running.value
     }
 
-    /// A client, once the daemon's socket accepts connections (bounded).
+    /// A client, once the daemon's socket accepts connections (bounded;
+    /// generous, as the daemon shares this process with the whole suite).
     private func connectWhenReady(_ socket: String) async throws -> DataProtectionClient {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if let client = try? await DataProtectionClient.connect(socketPath: socket) { return client }
             try await Task.sleep(for: .milliseconds(10))

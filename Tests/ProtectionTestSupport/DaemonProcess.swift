@@ -100,6 +100,19 @@ public final class DaemonProcess: @unchecked Sendable {
     /// The process id of the running daemon.
     public var pid: Int32 { process?.processIdentifier ?? 0 }
 
+    /// Stops the daemon with SIGSTOP and returns once the kernel shows it
+    /// stopped (at most 5 s): a signal is only queued when `kill` returns.
+    public func suspend() {
+        guard pid > 0, kill(pid, SIGSTOP) == 0 else { return }
+        let deadline = Date().addingTimeInterval(5)
+        while ProcessStat(pid: pid)?.state != "T", Date() < deadline { usleep(1000) }
+    }
+
+    /// Lets a suspended daemon run again.
+    public func resume() {
+        if pid > 0 { kill(pid, SIGCONT) }
+    }
+
     /// Sends SIGTERM and waits; returns the exit status and how long it took.
     @discardableResult
     public func stop(timeout: TimeInterval = 15) -> (status: Int32, seconds: Double)? {

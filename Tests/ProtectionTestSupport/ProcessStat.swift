@@ -17,6 +17,9 @@ public struct ProcessStat: Sendable {
         fields = line[line.index(after: close)...].split(separator: " ")
     }
 
+    /// Field 3: the state letter (`R`, `S`, `T` for stopped...).
+    public var state: Character? { field(3)?.first }
+
     /// Field 4: the parent's process id.
     public var parentPID: Int32? { field(4).flatMap { Int32($0) } }
 

@@ -19,10 +19,15 @@ public struct DaemonStatus: Sendable, Equatable {
     public var eventSequence: UInt64
     /// While `locking`: when the grace period ends, in Unix milliseconds; else nil.
     public var lockDeadlineUnixMilliseconds: UInt64?
+    /// Why the daemon serves no files, when it is in a fault state (a key
+    /// bag it cannot open, an unreadable state directory); else nil. Every
+    /// request but `status` then fails with an error that says the same.
+    public var fault: String?
 
     /// Makes a status.
     public init(state: LockState, passcodeSet: Bool, failedAttempts: Int, retryAfter: Duration?,
-                gracePeriod: Duration, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64?) {
+                gracePeriod: Duration, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64?,
+                fault: String? = nil) {
         self.state = state
         self.passcodeSet = passcodeSet
         self.failedAttempts = failedAttempts
@@ -30,12 +35,13 @@ public struct DaemonStatus: Sendable, Equatable {
         self.gracePeriod = gracePeriod
         self.eventSequence = eventSequence
         self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
+        self.fault = fault
     }
 
     /// True when files of every class can be read: the state is `unlocked`
-    /// or `locking`, or no passcode is set.
+    /// or `locking`, or no passcode is set; never in a fault state.
     public var isProtectedDataAvailable: Bool {
-        !passcodeSet || state == .unlocked || state == .locking
+        fault == nil && (!passcodeSet || state == .unlocked || state == .locking)
     }
 }
 
@@ -46,6 +52,7 @@ extension DaemonStatus {
                   gracePeriod: .milliseconds(Int64(clamping: report.gracePeriodMilliseconds)),
                   eventSequence: report.eventSequence,
                   lockDeadlineUnixMilliseconds: report.lockDeadlineUnixMilliseconds == 0
-                      ? nil : report.lockDeadlineUnixMilliseconds)
+                      ? nil : report.lockDeadlineUnixMilliseconds,
+                  fault: report.fault)
     }
 }

@@ -127,6 +127,25 @@ public struct DaemonConfiguration: Sendable, Equatable {
         return .file(path: Self.joined(stateDirectory, DeviceSecret.credentialName))
     }
 
+    /// The device secret the key bag may still be under, from before the
+    /// one `deviceSecretSource(environment:)` picks; protd moves the key
+    /// bag from it (`DeviceSecretMigration`):
+    /// - with the credential in use: the state directory's `device-key` file;
+    /// - with `deviceKeyFile` set while `CREDENTIALS_DIRECTORY` is: the
+    ///   credential (read, never removed: it is systemd's);
+    /// - else none. A credential that is gone cannot be migrated from.
+    public func formerDeviceSecretSource(environment: [String: String]) -> DeviceSecret.Source? {
+        let stateFile = Self.joined(stateDirectory, DeviceSecret.credentialName)
+        switch deviceSecretSource(environment: environment) {
+        case .credential:
+            return .file(path: stateFile)
+        case .file:
+            // A file while the credential directory is set: `deviceKeyFile` chose it.
+            guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else { return nil }
+            return .credential(path: Self.joined(directory, DeviceSecret.credentialName))
+        }
+    }
+
     /// `directory/name` without a doubled slash when `directory` ends in one.
     private static func joined(_ directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name

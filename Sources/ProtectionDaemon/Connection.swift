@@ -64,19 +64,25 @@ final class Connection {
     // MARK: - Protocol
 
     private func handshake(_ frame: Frame) async throws -> Bool {
+        let (answer, accepted) = try Self.answerHello(frame, peer: peer, maximumFrameLength: context.maximumFrameLength)
+        try await send(answer, id: frame.requestID)
+        return accepted
+    }
+
+    /// The answer to a connection's first frame, which must be a hello, and
+    /// whether the connection goes on (the versions overlap).
+    static func answerHello(_ frame: Frame, peer: PeerCredentials, maximumFrameLength: Int) throws
+        -> (answer: Response, accepted: Bool) {
         guard case .hello(let minimum, let maximum, _) = try Request(frame: frame) else {
             throw ProtocolViolation("the first request must be hello")
         }
         guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
         guard minimum <= WireProtocol.version && WireProtocol.version <= maximum else {
-            try await send(.error(WireError(.unsupportedVersion,
-                                            "this daemon speaks protocol version \(WireProtocol.version) only")),
-                           id: frame.requestID)
-            return false
+            return (.error(WireError(.unsupportedVersion, "this daemon speaks protocol version \(WireProtocol.version) only")),
+                    false)
         }
-        try await send(.helloAccepted(version: WireProtocol.version, maximumFrameLength: UInt32(context.maximumFrameLength),
-                                      uid: peer.uid, gid: peer.gid), id: frame.requestID)
-        return true
+        return (.helloAccepted(version: WireProtocol.version, maximumFrameLength: UInt32(maximumFrameLength),
+                               uid: peer.uid, gid: peer.gid), true)
     }
 
     private func sendProtocolError(_ error: any Error) async throws {

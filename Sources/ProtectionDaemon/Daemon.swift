@@ -9,12 +9,14 @@ public import ServiceLifecycle
 /// controller, event hub and server (on its own socket, or one passed by
 /// systemd socket activation, telling systemd when it is ready). Run it as a `Service`; when it
 /// returns (graceful shutdown), every handle is closed and every key wiped.
+/// When the state directory cannot be opened, it serves the fault instead
+/// (`DaemonFault`) and keeps the socket.
 public final class Daemon: Service {
     /// The server part.
     public let server: DaemonServer
-    private let store: ProtectedStore
-    private let hub: EventHub
-    private let lockController: LockController
+    /// Why no files are served, or nil.
+    public let fault: DaemonFault?
+    private let core: (store: ProtectedStore, hub: EventHub, lockController: LockController)?
     private let logger: Logger
 
     /// Opens the state directory and prepares the server. `environment`
@@ -32,22 +34,50 @@ public final class Daemon: Service {
         let storeConfiguration = StoreConfiguration(
             stateDirectory: configuration.stateDirectory,
             deviceSecret: configuration.deviceSecretSource(environment: environment),
+            formerDeviceSecret: configuration.formerDeviceSecretSource(environment: environment),
             passcodeCost: configuration.passcodeCost,
             failedAttemptPolicy: configuration.failedAttemptPolicy,
             segmentSize: configuration.segmentSize,
             cipher: configuration.cipher ?? .preferred)
-        store = try ProtectedStore(configuration: storeConfiguration)
-        hub = EventHub()
-        lockController = LockController(store: store, hub: hub, defaultGrace: configuration.gracePeriod, logger: logger)
         self.logger = logger
         let adminGroupID = GroupLookup.id(of: configuration.adminGroup)
         if adminGroupID == nil {
             logger.warning("admin group does not exist; only root may lock or change the passcode",
                            metadata: ["protd.admin_group": "\(configuration.adminGroup)"])
         }
+        let authorization = Authorization(adminGroupID: adminGroupID, daemonUID: getuid())
+        let notifier = SystemdNotifier(environment: environment)
+        let store: ProtectedStore
+        do {
+            store = try ProtectedStore(configuration: storeConfiguration) { [logger] notice in
+                let level: Logger.Level = notice.isFailure ? .warning : .notice
+                logger.log(level: level, "device secret: \(notice)")
+            }
+        } catch {
+            let fault = DaemonFault(openingStateFailedWith: error, in: configuration.stateDirectory)
+            logger.critical("""
+                serving no files: the state directory could not be opened; status reports why and other \
+                requests are refused; fix it and restart protd
+                """,
+                            metadata: ["protd.fault": "\(fault)",
+                                       "protd.state_directory": "\(configuration.stateDirectory)"])
+            self.fault = fault
+            core = nil
+            server = DaemonServer(
+                listener: Self.listener(configuration, environment), maximumConnections: configuration.maxConnections,
+                fault: FaultContext(fault: fault, authorization: authorization,
+                                    maximumFrameLength: configuration.maxFrameBytes,
+                                    gracePeriod: configuration.gracePeriod, logger: logger),
+                onReady: { notifier.ready() }, onStopping: { notifier.stopping() })
+            return
+        }
+        let hub = EventHub()
+        let lockController = LockController(store: store, hub: hub, defaultGrace: configuration.gracePeriod,
+                                            logger: logger)
+        fault = nil
+        core = (store, hub, lockController)
         let context = ConnectionContext(
-            store: store, lockController: lockController, hub: hub,
-            authorization: Authorization(adminGroupID: adminGroupID, daemonUID: getuid()),
+            store: store, lockController: lockController, hub: hub, authorization: authorization,
             maximumFrameLength: configuration.maxFrameBytes,
             maximumOpenHandles: configuration.maxOpenHandlesPerConnection, logger: logger)
         let fileLimit = OpenFileLimit.raiseToHardLimit()
@@ -60,11 +90,8 @@ public final class Daemon: Service {
                 can exhaust it and then no one can connect; raise LimitNOFILE or lower the limits
                 """, metadata: ["protd.open_file_limit": "\(fileLimit)", "protd.open_files_allowed": "\(filesNeeded)"])
         }
-        let notifier = SystemdNotifier(environment: environment)
-        let listener: DaemonServer.Listener = SocketActivation.inheritedSocket(environment: environment)
-            .map { .inherited(fd: $0) }
-            ?? .path(configuration.socketPath, mode: configuration.socketMode, group: configuration.socketGroup)
-        server = DaemonServer(listener: listener, maximumConnections: configuration.maxConnections, context: context,
+        server = DaemonServer(listener: Self.listener(configuration, environment),
+                              maximumConnections: configuration.maxConnections, context: context,
                               onReady: { notifier.ready() }, onStopping: { notifier.stopping() })
         logger.info("state loaded", metadata: ["protd.state": "\(store.lockState)",
                                                "protd.passcode_set": "\(store.status.passcodeSet)",
@@ -72,7 +99,19 @@ public final class Daemon: Service {
                                                "protd.libsodium": "\(SodiumRuntime.version)"])
     }
 
+    /// The socket systemd passed, else a new one at the configured path.
+    private static func listener(_ configuration: DaemonConfiguration, _ environment: [String: String])
+        -> DaemonServer.Listener {
+        SocketActivation.inheritedSocket(environment: environment).map { .inherited(fd: $0) }
+            ?? .path(configuration.socketPath, mode: configuration.socketMode, group: configuration.socketGroup)
+    }
+
     public func run() async throws {
+        guard let (store, hub, lockController) = core else {
+            try await server.run()
+            logger.notice("stopped (fault state: no keys were loaded)")
+            return
+        }
         defer {
             hub.finishAll()
             store.shutdown()

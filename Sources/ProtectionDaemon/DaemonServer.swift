@@ -29,9 +29,20 @@ public final class DaemonServer: Service {
     static let channelConfiguration = NIOAsyncChannel<Frame, Frame>.Configuration(
         backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4))
 
+    /// Who answers the connections.
+    private enum Backend: Sendable {
+        /// The store: the normal case.
+        case store(ConnectionContext)
+        /// Nothing but `status` and the fault (`DaemonFault`).
+        case fault(FaultContext)
+    }
+
     private let listener: Listener
     private let maximumConnections: Int
-    private let context: ConnectionContext
+    private let backend: Backend
+    private let maximumFrameLength: Int
+    private let authorization: Authorization
+    private let logger: Logger
     private let registry = ConnectionRegistry()
     private let onReady: @Sendable () -> Void
 
@@ -39,17 +50,39 @@ public final class DaemonServer: Service {
 
     /// Makes a server; `onReady` runs once it accepts connections,
     /// `onStopping` when a graceful shutdown begins.
-    public init(listener: Listener, maximumConnections: Int, context: ConnectionContext,
-                onReady: @escaping @Sendable () -> Void = {}, onStopping: @escaping @Sendable () -> Void = {}) {
+    public convenience init(listener: Listener, maximumConnections: Int, context: ConnectionContext,
+                            onReady: @escaping @Sendable () -> Void = {},
+                            onStopping: @escaping @Sendable () -> Void = {}) {
+        self.init(listener: listener, maximumConnections: maximumConnections, backend: .store(context),
+                  maximumFrameLength: context.maximumFrameLength, authorization: context.authorization,
+                  logger: context.logger, onReady: onReady, onStopping: onStopping)
+    }
+
+    /// Makes a server for a daemon in a fault state: it answers `status`
+    /// with the fault and refuses everything else (`DaemonFault`).
+    public convenience init(listener: Listener, maximumConnections: Int, fault: FaultContext,
+                            onReady: @escaping @Sendable () -> Void = {},
+                            onStopping: @escaping @Sendable () -> Void = {}) {
+        self.init(listener: listener, maximumConnections: maximumConnections, backend: .fault(fault),
+                  maximumFrameLength: fault.maximumFrameLength, authorization: fault.authorization,
+                  logger: fault.logger, onReady: onReady, onStopping: onStopping)
+    }
+
+    private init(listener: Listener, maximumConnections: Int, backend: Backend, maximumFrameLength: Int,
+                 authorization: Authorization, logger: Logger, onReady: @escaping @Sendable () -> Void,
+                 onStopping: @escaping @Sendable () -> Void) {
         self.listener = listener
-        self.onStopping = onStopping
         self.maximumConnections = maximumConnections
-        self.context = context
+        self.backend = backend
+        self.maximumFrameLength = maximumFrameLength
+        self.authorization = authorization
+        self.logger = logger
         self.onReady = onReady
+        self.onStopping = onStopping
     }
 
     public func run() async throws {
-        let maximumFrameLength = context.maximumFrameLength
+        let maximumFrameLength = maximumFrameLength
         let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
             PeerCredentials.read(from: channel).flatMapThrowing { peer in
                 try channel.pipeline.syncOperations.addHandler(
@@ -88,10 +121,10 @@ public final class DaemonServer: Service {
                 ListeningSocket.remove(path: path)
                 throw error
             }
-            context.logger.notice("serving", metadata: ["protd.socket": "\(path)"])
+            logger.notice("serving", metadata: ["protd.socket": "\(path)"])
         case .inherited(let fd):
             server = try await bootstrap.bind(fd, childChannelInitializer: initializer)
-            context.logger.notice("serving on a socket passed by systemd", metadata: ["protd.socket.fd": "\(fd)"])
+            logger.notice("serving on a socket passed by systemd", metadata: ["protd.socket.fd": "\(fd)"])
         }
         onReady()
         let registry = registry
@@ -109,14 +142,14 @@ public final class DaemonServer: Service {
             registry.closeAll()
         }
         if case .path(let path, _, _) = listener { ListeningSocket.remove(path: path) }
-        context.logger.notice("stopped serving")
+        logger.notice("stopped serving")
     }
 
     private func serve(_ accepted: AcceptedConnection) async {
         let (connection, peer) = (accepted.channel, accepted.peer)
         // Administrators get a few slots beyond the limit, so that clients
         // holding every ordinary one cannot keep them from locking.
-        let limit = maximumConnections + (context.authorization.isAdmin(peer) ? Self.slotsKeptForAdmins : 0)
+        let limit = maximumConnections + (authorization.isAdmin(peer) ? Self.slotsKeptForAdmins : 0)
         switch registry.add(connection.channel, limit: limit) {
         case .admitted:
             break
@@ -124,7 +157,7 @@ public final class DaemonServer: Service {
             try? await connection.channel.close()
             return
         case .full:
-            context.logger.warning("connection refused: too many connections",
+            logger.warning("connection refused: too many connections",
                                    metadata: ["protd.peer.uid": "\(peer.uid)"])
             try? await connection.executeThenClose { [registry] inbound, outbound in
                 try await outbound.write(Response.error(WireError(
@@ -145,12 +178,17 @@ public final class DaemonServer: Service {
         }
         defer { registry.remove(connection.channel) }
         do {
-            try await connection.executeThenClose { inbound, outbound in
-                await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events)
-                    .run(inbound: inbound)
+            try await connection.executeThenClose { [backend] inbound, outbound in
+                switch backend {
+                case .store(let context):
+                    await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events)
+                        .run(inbound: inbound)
+                case .fault(let context):
+                    await FaultConnection(peer: peer, context: context, outbound: outbound).run(inbound: inbound)
+                }
             }
         } catch {
-            context.logger.debug("connection closed with an error", metadata: ["protd.error": "\(error)"])
+            logger.debug("connection closed with an error", metadata: ["protd.error": "\(error)"])
         }
     }
 }

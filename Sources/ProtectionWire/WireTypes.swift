@@ -27,10 +27,15 @@ public struct StatusReport: Sendable, Equatable {
     public var eventSequence: UInt64
     /// End of the grace period (Unix milliseconds) while locking, else 0.
     public var lockDeadlineUnixMilliseconds: UInt64
+    /// Why the daemon serves no files (a key bag it cannot open, an
+    /// unreadable state directory), or nil. On the wire: a trailing string,
+    /// present only when set (docs/PROTOCOL.md).
+    public var fault: String?
 
     /// Makes a report.
     public init(state: LockState, passcodeSet: Bool, failedAttempts: UInt32, retryAfterSeconds: UInt64,
-                gracePeriodMilliseconds: UInt64, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64) {
+                gracePeriodMilliseconds: UInt64, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64,
+                fault: String? = nil) {
         self.state = state
         self.passcodeSet = passcodeSet
         self.failedAttempts = failedAttempts
@@ -38,6 +43,7 @@ public struct StatusReport: Sendable, Equatable {
         self.gracePeriodMilliseconds = gracePeriodMilliseconds
         self.eventSequence = eventSequence
         self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
+        self.fault = fault
     }
 
     func encode(into buffer: inout ByteBuffer) {
@@ -48,6 +54,7 @@ public struct StatusReport: Sendable, Equatable {
         buffer.writeInteger(gracePeriodMilliseconds, endianness: .big)
         buffer.writeInteger(eventSequence, endianness: .big)
         buffer.writeInteger(lockDeadlineUnixMilliseconds, endianness: .big)
+        if let fault { buffer.writeWireString(fault) }
     }
 
     static func decode(from buffer: inout ByteBuffer) throws -> StatusReport {
@@ -56,7 +63,8 @@ public struct StatusReport: Sendable, Equatable {
                      retryAfterSeconds: try buffer.readWireInteger("retry after"),
                      gracePeriodMilliseconds: try buffer.readWireInteger("grace period"),
                      eventSequence: try buffer.readWireInteger("sequence"),
-                     lockDeadlineUnixMilliseconds: try buffer.readWireInteger("deadline"))
+                     lockDeadlineUnixMilliseconds: try buffer.readWireInteger("deadline"),
+                     fault: buffer.readableBytes > 0 ? try buffer.readWireString("fault") : nil)
     }
 }
 

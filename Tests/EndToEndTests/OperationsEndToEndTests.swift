@@ -181,9 +181,10 @@ struct OperationsEndToEndTests {
         print("systemd-analyze security: \(verdict)")
     }
 
-    @Test("pam_exec with expose_authtok runs protctl unlock --stdin at login (pamtester)",
-          .enabled(if: isRoot && pamtester != nil, "needs root and pamtester to install a PAM service"))
-    func pamUnlock() async throws {
+    /// A daemon with passcode `login-passcode`, restarted (before its
+    /// first unlock), and a throw-away PAM service with docs/pam.md's line;
+    /// `body` gets both, and the service file is removed after.
+    private func withPAMService(_ body: (DaemonProcess, String) async throws -> Void) async throws {
         let daemon = try DaemonProcess()
         let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         try await setup.setPasscode("login-passcode")
@@ -198,11 +199,40 @@ struct OperationsEndToEndTests {
 
             """.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-        #expect(try await client.status().state == .beforeFirstUnlock)
-        let login = try CommandRunner.run(try #require(Self.pamtester), [service, "root", "authenticate"],
-                                          input: Array("login-passcode\n".utf8))
-        #expect(login.status == 0, "pamtester: \(login.stdout)\(login.stderr)")
-        #expect(try await client.status().state == .unlocked)
+        try await body(daemon, service)
+    }
+
+    @Test("pam_exec with expose_authtok runs protctl unlock --stdin at login (pamtester)",
+          .enabled(if: isRoot && pamtester != nil, "needs root and pamtester to install a PAM service"))
+    func pamUnlock() async throws {
+        try await withPAMService { daemon, service in
+            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            #expect(try await client.status().state == .beforeFirstUnlock)
+            let login = try CommandRunner.run(try #require(Self.pamtester), [service, "root", "authenticate"],
+                                              input: Array("login-passcode\n".utf8))
+            #expect(login.status == 0, "pamtester: \(login.stdout)\(login.stderr)")
+            #expect(try await client.status().state == .unlocked)
+        }
+    }
+
+    @Test("a PAM stack that runs as the user (a screen locker) unlocks only when the user is in the socket's group",
+          .enabled(if: isRoot && pamtester != nil, "needs root and pamtester to install a PAM service"))
+    func pamUnlockAsUser() async throws {
+        try await withPAMService { daemon, service in
+            let pamtester = try #require(Self.pamtester)
+            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            // pam_exec runs protctl with the caller's real uid: 4242 here.
+            let outside = try CommandRunner.run("/usr/bin/setpriv", [
+                "--reuid=4242", "--regid=4242", "--clear-groups", pamtester, service, "alice", "authenticate",
+            ], input: Array("login-passcode\n".utf8))
+            #expect(outside.status == 0, "the login itself goes on (optional): \(outside.stderr)")
+            #expect(try await client.status().state == .beforeFirstUnlock)
+            // The test daemon's socket is root:root 0660; group 0 stands for `protd`.
+            let member = try CommandRunner.run("/usr/bin/setpriv", [
+                "--reuid=4242", "--regid=4242", "--groups=0", pamtester, service, "alice", "authenticate",
+            ], input: Array("login-passcode\n".utf8))
+            #expect(member.status == 0, "pamtester: \(member.stdout)\(member.stderr)")
+            #expect(try await client.status().state == .unlocked)
+        }
     }
 }

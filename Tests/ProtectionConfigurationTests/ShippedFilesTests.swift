@@ -83,6 +83,26 @@ struct DeviceSecretSourceTests {
         #expect(source == .file(path: "/var/lib/protd/device-key"))
     }
 
+    @Test("with the credential in use, the key bag may still be under the state directory's file")
+    func formerIsTheStateFile() {
+        let former = DaemonConfiguration(stateDirectory: "/srv/protd").formerDeviceSecretSource(
+            environment: ["CREDENTIALS_DIRECTORY": "/run/credentials/protd.service"])
+        #expect(former == .file(path: "/srv/protd/device-key"))
+    }
+
+    @Test("with device-key.file set while the credential is loaded, the key bag may still be under the credential")
+    func formerIsTheCredential() {
+        let former = DaemonConfiguration(deviceKeyFile: "/etc/protd/device-key").formerDeviceSecretSource(
+            environment: ["CREDENTIALS_DIRECTORY": "/c"])
+        #expect(former == .credential(path: "/c/device-key"))
+    }
+
+    @Test("without a credential there is nothing to move from")
+    func noFormer() {
+        #expect(DaemonConfiguration().formerDeviceSecretSource(environment: [:]) == nil)
+        #expect(DaemonConfiguration(deviceKeyFile: "/k").formerDeviceSecretSource(environment: [:]) == nil)
+    }
+
     @Test("device-key.file set by a variable reaches the source")
     func fileFromEnvironment() async throws {
         let configuration = try await load(environment: ["PROTD_DEVICE_KEY_FILE": "/k/device-key"])

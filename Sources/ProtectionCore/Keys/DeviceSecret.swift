@@ -16,6 +16,13 @@ public enum DeviceSecret {
         case credential(path: String)
         /// A file created with mode 0600 on first use.
         case file(path: String)
+
+        /// The file the secret is read from.
+        public var path: String {
+            switch self {
+            case .credential(let path), .file(let path): path
+            }
+        }
     }
 
     /// Reads the secret from `source`, creating the fallback file when
@@ -29,6 +36,28 @@ public enum DeviceSecret {
             try checkPrivate(path)
             return try read(path)
         }
+    }
+
+    /// Reads the secret at `source` when it is there, creating nothing: a
+    /// former secret kept for a migration (`DeviceSecretMigration`).
+    static func loadIfPresent(_ source: Source) throws -> SecretBytes? {
+        guard Posix.exists(source.path) else { return nil }
+        return try read(source.path)
+    }
+
+    /// Destroys a former secret file: overwrites it with zeros, fsyncs,
+    /// unlinks it and fsyncs its directory. A credential is systemd's and
+    /// left alone. (On a copy-on-write or flash file system the old blocks
+    /// may survive the overwrite; the unlink is what counts there.)
+    static func destroy(_ source: Source) throws {
+        guard case .file(let path) = source, Posix.exists(path) else { return }
+        let fd = try Posix.open(path, O_WRONLY)
+        defer { close(fd) }
+        let zeros = [UInt8](repeating: 0, count: max(byteCount, try Posix.size(fd, path: path)))
+        try zeros.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
+        try Posix.fsync(fd, path: path)
+        try Posix.unlink(path)
+        try Posix.fsyncDirectory(Posix.parentDirectory(of: path))
     }
 
     /// Removes the temporary files a start interrupted while creating the

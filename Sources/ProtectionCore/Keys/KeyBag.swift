@@ -17,8 +17,8 @@ public final class KeyBag {
     /// The throttling and erase policy for failed attempts.
     public let policy: FailedAttemptPolicy
     private let clock: any WallClock
-    private let deviceSecret: SecretBytes
-    private let deviceKeys: DeviceKeys
+    private var deviceSecret: SecretBytes
+    private var deviceKeys: DeviceKeys
     private var record: KeyBagRecord
     /// The class keys in memory now.
     private(set) var keys: ClassKeys
@@ -127,6 +127,43 @@ public final class KeyBag {
         if current.a !== keys.a { current.a.wipe(); current.bPrivate.wipe(); current.c.wipe() }
     }
 
+    /// Rewraps everything that depends on the device secret under
+    /// `newSecret` and writes the key bag once, atomically: the MAC, class
+    /// D, and A, B-private and C (under the new no-passcode key, or, with a
+    /// passcode set, under the passcode key mixed with `newSecret`, which
+    /// needs `passcode`). Internal: it checks `passcode` without counting
+    /// an attempt, so it runs only right after one succeeded.
+    func changeDeviceSecret(to newSecret: SecretBytes, passcode: SecretBytes?) throws {
+        let newKeys = try DeviceKeys(newSecret)
+        var updated = record
+        if record.hasPasscode {
+            guard let passcode else {
+                throw ProtectionError(.wrongPasscode, "a passcode is set: changing the device secret needs it")
+            }
+            // Argon2id does not involve the device secret: one run serves both mixes.
+            let stretched = try Argon2id.deriveKey(passcode: passcode, salt: record.salt, cost: record.cost)
+            defer { stretched.wipe() }
+            let oldKey = try KeyedBlake2b.deriveKey(key: deviceSecret, label: Label.passcode, secret: stretched)
+            defer { oldKey.wipe() }
+            let newKey = try KeyedBlake2b.deriveKey(key: newSecret, label: Label.passcode, secret: stretched)
+            defer { newKey.wipe() }
+            let classes = try Self.unwrapPasscodeClasses(record, key: oldKey)
+            defer { classes.a.wipe(); classes.bPrivate.wipe(); classes.c.wipe() }
+            try Self.wrapPasscodeClasses(classes, under: newKey, into: &updated)
+        } else {
+            guard let a = keys.a, let b = keys.bPrivate, let c = keys.c else {
+                throw ProtectionError(.keyBagCorrupt, "class keys missing while no passcode is set")
+            }
+            try Self.wrapPasscodeClasses((a, b, c), under: newKeys.noPasscode, into: &updated)
+        }
+        updated.wrappedD = try XChaCha20Poly1305.wrap(keys.d, additionalData: updated.associatedData(for: .none),
+                                                      key: newKeys.classD)
+        try persist(updated, macKey: newKeys.recordMAC)
+        record = updated
+        deviceSecret = newSecret
+        deviceKeys = newKeys
+    }
+
     /// Wipes the class A key and class B private key (a completed lock).
     public func evictForLock() {
         keys.evictForLock()
@@ -218,8 +255,8 @@ public final class KeyBag {
         return try KeyedBlake2b.deriveKey(key: deviceSecret, label: Label.passcode, secret: stretched)
     }
 
-    private func persist(_ updated: KeyBagRecord? = nil) throws {
-        let bytes = try (updated ?? record).encode(macKey: deviceKeys.recordMAC)
+    private func persist(_ updated: KeyBagRecord? = nil, macKey: SecretBytes? = nil) throws {
+        let bytes = try (updated ?? record).encode(macKey: macKey ?? deviceKeys.recordMAC)
         try AtomicFileWriter(scratchDirectory: Posix.parentDirectory(of: path)).write(bytes, to: path, durable: true)
     }
 

@@ -20,6 +20,8 @@ public final class ProtectedStore: Sendable {
         var undeliveredEvents: [ProtectionEvent] = []
         /// Whole-file writes in progress, invalidated with their class.
         var pendingWrites: [ObjectIdentifier: WeakPendingWrite] = [:]
+        /// A device secret change that waits for the passcode.
+        var deviceSecretMigration: DeviceSecretMigration?
     }
 
     private struct WeakPendingWrite {
@@ -45,11 +47,15 @@ public final class ProtectedStore: Sendable {
     }
     private let configuration: StoreConfiguration
     private let directoryLock: StateDirectoryLock
+    private let notify: @Sendable (DeviceSecretNotice) -> Void
 
     /// Opens the state directory, creating the device secret and key bag on
     /// first use. The store starts in `beforeFirstUnlock` when a passcode
-    /// is set (as after a reboot), otherwise `unlocked`.
-    public init(configuration: StoreConfiguration, clock: any WallClock = SystemWallClock()) throws {
+    /// is set (as after a reboot), otherwise `unlocked`. A key bag under
+    /// `configuration.formerDeviceSecret` is moved to the configured one
+    /// (`DeviceSecretMigration`); `notify` hears what was done, to log it.
+    public init(configuration: StoreConfiguration, clock: any WallClock = SystemWallClock(),
+                notify: @escaping @Sendable (DeviceSecretNotice) -> Void = { _ in }) throws {
         guard SegmentLayout.allowedSegmentSizes.contains(configuration.segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes) bytes")
         }
@@ -64,12 +70,17 @@ public final class ProtectedStore: Sendable {
         // whatever temporary file is there was left by a write that a crash
         // or kill interrupted.
         try Self.removeStateTemporaryFiles(configuration)
-        let deviceSecret = try DeviceSecret.load(from: configuration.deviceSecret)
-        let keyBag = try ProtectionError.translating {
-            try KeyBag(path: configuration.stateDirectory + "/keybag", deviceSecret: deviceSecret,
-                       cost: configuration.passcodeCost, policy: configuration.failedAttemptPolicy, clock: clock)
+        let (keyBag, migration) = try DeviceSecretMigration.openKeyBag(
+            target: configuration.deviceSecret, former: configuration.formerDeviceSecret, notify: notify
+        ) { deviceSecret in
+            try ProtectionError.translating {
+                try KeyBag(path: configuration.stateDirectory + "/keybag", deviceSecret: deviceSecret,
+                           cost: configuration.passcodeCost, policy: configuration.failedAttemptPolicy, clock: clock)
+            }
         }
-        state = LockedState(State(keyBag: keyBag, machine: LockStateMachine(passcodeSet: keyBag.hasPasscode)))
+        state = LockedState(State(keyBag: keyBag, machine: LockStateMachine(passcodeSet: keyBag.hasPasscode),
+                                  deviceSecretMigration: migration))
+        self.notify = notify
         files = FileStore(root: configuration.stateDirectory + "/store")
         self.configuration = configuration
         try files.removeLeftoverTemporaryFiles()
@@ -107,6 +118,7 @@ public final class ProtectedStore: Sendable {
     public func unlock(passcode: SecretBytes) throws -> [ProtectionEvent] {
         try completingErase { state in
             try ProtectionError.translating { try state.keyBag.unlock(passcode: passcode) }
+            completeDeviceSecretMigration(in: &state, passcode: passcode)
             return perform(state.machine.unlockSucceeded(), on: &state).events
         }
     }
@@ -117,7 +129,16 @@ public final class ProtectedStore: Sendable {
     public func setPasscode(_ new: SecretBytes, old: SecretBytes?) throws {
         try completingErase { state in
             try ProtectionError.translating { try state.keyBag.setPasscode(new, old: old) }
+            completeDeviceSecretMigration(in: &state, passcode: new)
         }
+    }
+
+    /// Finishes a pending device secret change now that `passcode` was
+    /// verified; a failure is reported and leaves it pending.
+    private func completeDeviceSecretMigration(in state: inout State, passcode: SecretBytes?) {
+        guard let migration = state.deviceSecretMigration,
+              migration.complete(state.keyBag, passcode: passcode, notify: notify) else { return }
+        state.deviceSecretMigration = nil
     }
 
     /// Events produced by an operation that then failed (an erase after
@@ -202,6 +223,7 @@ public final class ProtectedStore: Sendable {
         let events = try state.withLock { state in
             invalidateHandles(in: &state) { _ in true }
             try ProtectionError.translating { try state.keyBag.erase() }
+            completeDeviceSecretMigration(in: &state, passcode: nil)
             let events = perform(state.machine.erased(), on: &state).events
             // Under the lock, so no key bag write is in progress.
             do { try Self.removeStateTemporaryFiles(configuration) } catch { cleanupError = error }

@@ -7,6 +7,9 @@ public struct StoreConfiguration: Sendable {
     public var stateDirectory: String
     /// Where the device secret comes from.
     public var deviceSecret: DeviceSecret.Source
+    /// A former device secret the key bag may still be under: it is
+    /// rewrapped under `deviceSecret` (`DeviceSecretMigration`).
+    public var formerDeviceSecret: DeviceSecret.Source?
     /// Argon2id cost for new passcodes.
     public var passcodeCost: Argon2id.Cost
     /// Failed-attempt delays and erase-after-N.
@@ -23,6 +26,7 @@ public struct StoreConfiguration: Sendable {
     public init(
         stateDirectory: String,
         deviceSecret: DeviceSecret.Source? = nil,
+        formerDeviceSecret: DeviceSecret.Source? = nil,
         passcodeCost: Argon2id.Cost = .interactive,
         failedAttemptPolicy: FailedAttemptPolicy = .standard,
         segmentSize: Int = 64 * 1024,
@@ -30,6 +34,7 @@ public struct StoreConfiguration: Sendable {
     ) {
         self.stateDirectory = stateDirectory
         self.deviceSecret = deviceSecret ?? .file(path: stateDirectory + "/device-key")
+        self.formerDeviceSecret = formerDeviceSecret
         self.passcodeCost = passcodeCost
         self.failedAttemptPolicy = failedAttemptPolicy
         self.segmentSize = segmentSize

@@ -1,7 +1,9 @@
 import ArgumentParser
 import DataProtection
+import Foundation
 
-/// `protctl status`: lock state, passcode, failed attempts, retry delay, grace period.
+/// `protctl status`: lock state, passcode, failed attempts, retry delay,
+/// grace period, and the fault that keeps the daemon from serving files.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the lock state and failed-attempt record.")
 
@@ -16,8 +18,10 @@ struct Status: AsyncParsableCommand {
             if root.json {
                 Output.json(["state": status.state.rawValue, "passcodeSet": status.passcodeSet,
                              "failedAttempts": status.failedAttempts, "retryAfterSeconds": retry,
-                             "gracePeriodSeconds": grace, "eventSequence": status.eventSequence])
+                             "gracePeriodSeconds": grace, "eventSequence": status.eventSequence,
+                             "fault": status.fault ?? NSNull()])
             } else {
+                if let fault = status.fault { Output.line("fault: \(fault)") }
                 Output.line("state: \(status.state)")
                 Output.line("passcode set: \(status.passcodeSet ? "yes" : "no")")
                 Output.line("failed attempts: \(status.failedAttempts)")

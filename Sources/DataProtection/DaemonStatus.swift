@@ -19,6 +19,10 @@ public struct DaemonStatus: Sendable, Equatable {
     public var eventSequence: UInt64
     /// While `locking`: when the grace period ends, in Unix milliseconds; else nil.
     public var lockDeadlineUnixMilliseconds: UInt64?
+    /// Whether the daemon's key memory is locked in RAM. False means keys
+    /// could be swapped to disk: protd lacks CAP_IPC_LOCK or enough
+    /// LimitMEMLOCK (its journal says so at start).
+    public var keyMemoryLocked: Bool
     /// Why the daemon serves no files, when it is in a fault state (a key
     /// bag it cannot open, an unreadable state directory); else nil. Every
     /// request but `status` then fails with an error that says the same.
@@ -27,7 +31,7 @@ public struct DaemonStatus: Sendable, Equatable {
     /// Makes a status.
     public init(state: LockState, passcodeSet: Bool, failedAttempts: Int, retryAfter: Duration?,
                 gracePeriod: Duration, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64?,
-                fault: String? = nil) {
+                keyMemoryLocked: Bool, fault: String? = nil) {
         self.state = state
         self.passcodeSet = passcodeSet
         self.failedAttempts = failedAttempts
@@ -35,6 +39,7 @@ public struct DaemonStatus: Sendable, Equatable {
         self.gracePeriod = gracePeriod
         self.eventSequence = eventSequence
         self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
+        self.keyMemoryLocked = keyMemoryLocked
         self.fault = fault
     }
 
@@ -53,6 +58,6 @@ extension DaemonStatus {
                   eventSequence: report.eventSequence,
                   lockDeadlineUnixMilliseconds: report.lockDeadlineUnixMilliseconds == 0
                       ? nil : report.lockDeadlineUnixMilliseconds,
-                  fault: report.fault)
+                  keyMemoryLocked: report.keyMemoryLocked, fault: report.fault)
     }
 }

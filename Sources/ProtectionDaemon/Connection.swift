@@ -391,7 +391,8 @@ final class Connection {
             retryAfterSeconds: UInt64(max(0, status.secondsUntilNextAttempt)),
             gracePeriodMilliseconds: UInt64(max(0, context.lockController.gracePeriod.milliseconds)),
             eventSequence: status.eventSequence,
-            lockDeadlineUnixMilliseconds: status.lockDeadline.map(UnixTime.milliseconds(at:)) ?? 0)
+            lockDeadlineUnixMilliseconds: status.lockDeadline.map(UnixTime.milliseconds(at:)) ?? 0,
+            keyMemoryLocked: MemoryLocking.isKeyMemoryLocked)
     }
 
     private static func secret(_ bytes: [UInt8], field: String) throws -> SecretBytes {

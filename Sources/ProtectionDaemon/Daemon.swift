@@ -9,8 +9,9 @@ public import ServiceLifecycle
 /// controller, event hub and server (on its own socket, or one passed by
 /// systemd socket activation, telling systemd when it is ready). Run it as a `Service`; when it
 /// returns (graceful shutdown), every handle is closed and every key wiped.
-/// When the state directory cannot be opened, it serves the fault instead
-/// (`DaemonFault`) and keeps the socket.
+/// When the state directory cannot be opened, or key memory cannot be
+/// locked while `memory.require-locked` is set, it serves the fault
+/// instead (`DaemonFault`) and keeps the socket.
 public final class Daemon: Service {
     /// The server part.
     public let server: DaemonServer
@@ -24,12 +25,14 @@ public final class Daemon: Service {
     public init(configuration: DaemonConfiguration, environment: [String: String], logger: Logger) throws {
         // Before any key exists: every guarded region checks its lock.
         MemoryLocking.requireLocked = configuration.requireLockedMemory
+        var memoryFault: DaemonFault?
         if !MemoryLocking.probe() {
             logger.warning("""
                 key memory cannot be locked in RAM (mlock refused: no CAP_IPC_LOCK and a low LimitMEMLOCK), \
                 so keys could be swapped to disk; \
                 \(configuration.requireLockedMemory ? "memory.require-locked is set, so protd holds no keys" : "set memory.require-locked to refuse this")
                 """)
+            if configuration.requireLockedMemory { memoryFault = .keyMemoryNotLocked }
         }
         let storeConfiguration = StoreConfiguration(
             stateDirectory: configuration.stateDirectory,
@@ -47,20 +50,28 @@ public final class Daemon: Service {
         }
         let authorization = Authorization(adminGroupID: adminGroupID, daemonUID: getuid())
         let notifier = SystemdNotifier(environment: environment)
-        let store: ProtectedStore
-        do {
-            store = try ProtectedStore(configuration: storeConfiguration) { [logger] notice in
-                let level: Logger.Level = notice.isFailure ? .warning : .notice
-                logger.log(level: level, "device secret: \(notice)")
+        let opening: Result<ProtectedStore, DaemonFault>
+        if let memoryFault {
+            opening = .failure(memoryFault)
+        } else {
+            do {
+                opening = .success(try ProtectedStore(configuration: storeConfiguration) { [logger] notice in
+                    let level: Logger.Level = notice.isFailure ? .warning : .notice
+                    logger.log(level: level, "device secret: \(notice)")
+                })
+            } catch {
+                opening = .failure(DaemonFault(openingStateFailedWith: error, in: configuration.stateDirectory))
             }
-        } catch {
-            let fault = DaemonFault(openingStateFailedWith: error, in: configuration.stateDirectory)
+        }
+        let store: ProtectedStore
+        switch opening {
+        case .success(let opened):
+            store = opened
+        case .failure(let fault):
             logger.critical("""
-                serving no files: the state directory could not be opened; status reports why and other \
-                requests are refused; fix it and restart protd
-                """,
-                            metadata: ["protd.fault": "\(fault)",
-                                       "protd.state_directory": "\(configuration.stateDirectory)"])
+                serving no files: status reports why and other requests are refused; \
+                fix it and restart protd
+                """, metadata: ["protd.fault": "\(fault)", "protd.state_directory": "\(configuration.stateDirectory)"])
             self.fault = fault
             core = nil
             server = DaemonServer(

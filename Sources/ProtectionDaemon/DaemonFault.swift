@@ -1,19 +1,32 @@
 public import Logging
 internal import ProtectionCore
 internal import ProtectionWire
+internal import Sodium
 
 /// Why protd serves no files: its state could not be opened at start (a
 /// key bag that fails authentication, a device secret that does not match
-/// it, an unreadable state directory). Restarting cannot fix that, and
+/// it, an unreadable state directory), or its key memory cannot be locked
+/// while `memory.require-locked` is set. Restarting cannot fix that, and
 /// systemd's restarts would end in `start-limit-hit` with the socket
 /// removed; so protd stays up on its socket instead: `status` reports the
 /// fault, every other request fails with an error naming it, and it is
 /// logged once. Fix the cause, then restart protd.
-public struct DaemonFault: Sendable, Equatable, CustomStringConvertible {
+public struct DaemonFault: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, for a person; never a secret.
     public let reason: String
     /// The error code of the requests refused.
     let code: WireErrorCode
+
+    private init(code: WireErrorCode, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    /// `memory.require-locked` is set and the kernel refuses to lock key memory.
+    static let keyMemoryNotLocked = DaemonFault(
+        code: .ioFailure,
+        reason: "key memory cannot be locked in RAM and memory.require-locked is set; give protd CAP_IPC_LOCK "
+            + "or a higher LimitMEMLOCK, or turn memory.require-locked off")
 
     /// The fault for `error`, thrown while opening the state in `stateDirectory`.
     public init(openingStateFailedWith error: any Error, in stateDirectory: String) {
@@ -66,6 +79,7 @@ public struct FaultContext: Sendable {
     var statusReport: StatusReport {
         StatusReport(state: .beforeFirstUnlock, passcodeSet: false, failedAttempts: 0, retryAfterSeconds: 0,
                      gracePeriodMilliseconds: UInt64(max(0, gracePeriod.milliseconds)), eventSequence: 0,
-                     lockDeadlineUnixMilliseconds: 0, fault: fault.reason)
+                     lockDeadlineUnixMilliseconds: 0, keyMemoryLocked: MemoryLocking.isKeyMemoryLocked,
+                     fault: fault.reason)
     }
 }

@@ -27,6 +27,8 @@ public struct StatusReport: Sendable, Equatable {
     public var eventSequence: UInt64
     /// End of the grace period (Unix milliseconds) while locking, else 0.
     public var lockDeadlineUnixMilliseconds: UInt64
+    /// Whether the daemon's key memory is locked in RAM (never swapped).
+    public var keyMemoryLocked: Bool
     /// Why the daemon serves no files (a key bag it cannot open, an
     /// unreadable state directory), or nil. On the wire: a trailing string,
     /// present only when set (docs/PROTOCOL.md).
@@ -35,7 +37,7 @@ public struct StatusReport: Sendable, Equatable {
     /// Makes a report.
     public init(state: LockState, passcodeSet: Bool, failedAttempts: UInt32, retryAfterSeconds: UInt64,
                 gracePeriodMilliseconds: UInt64, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64,
-                fault: String? = nil) {
+                keyMemoryLocked: Bool, fault: String? = nil) {
         self.state = state
         self.passcodeSet = passcodeSet
         self.failedAttempts = failedAttempts
@@ -43,6 +45,7 @@ public struct StatusReport: Sendable, Equatable {
         self.gracePeriodMilliseconds = gracePeriodMilliseconds
         self.eventSequence = eventSequence
         self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
+        self.keyMemoryLocked = keyMemoryLocked
         self.fault = fault
     }
 
@@ -54,6 +57,7 @@ public struct StatusReport: Sendable, Equatable {
         buffer.writeInteger(gracePeriodMilliseconds, endianness: .big)
         buffer.writeInteger(eventSequence, endianness: .big)
         buffer.writeInteger(lockDeadlineUnixMilliseconds, endianness: .big)
+        buffer.writeInteger(UInt8(keyMemoryLocked ? 1 : 0))
         if let fault { buffer.writeWireString(fault) }
     }
 
@@ -64,6 +68,7 @@ public struct StatusReport: Sendable, Equatable {
                      gracePeriodMilliseconds: try buffer.readWireInteger("grace period"),
                      eventSequence: try buffer.readWireInteger("sequence"),
                      lockDeadlineUnixMilliseconds: try buffer.readWireInteger("deadline"),
+                     keyMemoryLocked: try buffer.readWireBool("key memory locked"),
                      fault: buffer.readableBytes > 0 ? try buffer.readWireString("fault") : nil)
     }
 }

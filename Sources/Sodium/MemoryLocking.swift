@@ -11,6 +11,7 @@ public enum MemoryLocking {
     private struct State {
         var requireLocked = false
         var unlockedRegions = 0
+        var probeRefused = false
     }
 
     private static let state = Mutex(State())
@@ -23,17 +24,24 @@ public enum MemoryLocking {
         set { state.withLock { $0.requireLocked = newValue } }
     }
 
-    /// How many guarded regions (alive or not) could not be locked.
-    public static var unlockedRegions: Int { state.withLock { $0.unlockedRegions } }
+    /// Whether key memory is held in RAM: the last `probe()` could lock a
+    /// page and every guarded region so far was locked.
+    public static var isKeyMemoryLocked: Bool {
+        state.withLock { !$0.probeRefused && $0.unlockedRegions == 0 }
+    }
 
-    /// Whether every guarded region so far was locked.
-    public static var everyRegionLocked: Bool { unlockedRegions == 0 }
-
-    /// Whether one page of guarded memory can be locked right now.
+    /// Whether one page of guarded memory can be locked right now; the
+    /// answer is remembered for `isKeyMemoryLocked`.
     public static func probe() -> Bool {
-        guard (try? SodiumRuntime.ensureInitialised()) != nil, let page = sodium_malloc(64) else { return false }
-        defer { sodium_free(page) }
-        return sodium_mlock(page, 64) == 0
+        let locked: Bool
+        if (try? SodiumRuntime.ensureInitialised()) != nil, let page = sodium_malloc(64) {
+            locked = sodium_mlock(page, 64) == 0
+            sodium_free(page)
+        } else {
+            locked = false
+        }
+        state.withLock { $0.probeRefused = !locked }
+        return locked
     }
 
     /// Checks that the region at `base` is locked (locking it again is

@@ -113,7 +113,7 @@ struct CipherAvailabilityEndToEndTests {
         await client.close()
         daemon.stop()
         try Self.relabel(daemon.stateDirectory + "/store/\(getuid())/files/aegis", as: .aegis256,
-                         stateDirectory: daemon.stateDirectory)
+                         size: "sealed elsewhere".utf8.count, stateDirectory: daemon.stateDirectory)
 
         try daemon.start()
         client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
@@ -129,9 +129,10 @@ struct CipherAvailabilityEndToEndTests {
 
     /// Gives the file at `path` a genuine header for `cipher` (a new file key
     /// wrapped with the state directory's class keys, and its tag), as a
-    /// protd that runs `cipher` would have written it; the segments stay as
-    /// they were, since no one gets past the header.
-    private static func relabel(_ path: String, as cipher: ContentCipher, stateDirectory: String) throws {
+    /// protd that runs `cipher` would have written it, and the length that
+    /// cipher's segments of `size` plaintext bytes take; the segment bytes
+    /// stay as they were, since no one gets past the header.
+    private static func relabel(_ path: String, as cipher: ContentCipher, size: Int, stateDirectory: String) throws {
         let secret = try DeviceSecret.load(from: .file(path: stateDirectory + "/device-key"))
         let keyBag = try KeyBag(path: stateDirectory + "/keybag", deviceSecret: secret)
         defer { keyBag.wipe() }
@@ -142,6 +143,8 @@ struct CipherAvailabilityEndToEndTests {
         let header = try key.makeHeader(protection: old.protection, segmentSize: old.segmentSize, fileID: old.fileID,
                                         keys: keyBag.keys)
         bytes.replaceSubrange(..<FileHeader.byteCount, with: header.encoded)
+        let length = SegmentLayout(segmentSize: old.segmentSize, cipher: cipher).fileLength(forSize: size)
+        bytes = Array(bytes.prefix(length)) + [UInt8](repeating: 0, count: max(0, length - bytes.count))
         try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
 }

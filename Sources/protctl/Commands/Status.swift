@@ -3,7 +3,7 @@ import DataProtection
 import Foundation
 
 /// `protctl status`: lock state, passcode, failed attempts, retry delay,
-/// grace period, and the fault that keeps the daemon from serving files.
+/// grace period, whether key memory is locked in RAM, and the fault that keeps the daemon from serving files.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the lock state and failed-attempt record.")
 
@@ -19,7 +19,7 @@ struct Status: AsyncParsableCommand {
                 Output.json(["state": status.state.rawValue, "passcodeSet": status.passcodeSet,
                              "failedAttempts": status.failedAttempts, "retryAfterSeconds": retry,
                              "gracePeriodSeconds": grace, "eventSequence": status.eventSequence,
-                             "fault": status.fault ?? NSNull()])
+                             "keyMemoryLocked": status.keyMemoryLocked, "fault": status.fault ?? NSNull()])
             } else {
                 if let fault = status.fault { Output.line("fault: \(fault)") }
                 Output.line("state: \(status.state)")
@@ -27,6 +27,7 @@ struct Status: AsyncParsableCommand {
                 Output.line("failed attempts: \(status.failedAttempts)")
                 Output.line("next unlock attempt: \(retry > 0 ? "in \(retry) s" : "now")")
                 Output.line("grace period: \(grace) s")
+                Output.line("key memory: \(status.keyMemoryLocked ? "locked in RAM" : "NOT locked in RAM, keys could be swapped to disk")")
             }
         }
     }

@@ -176,7 +176,7 @@ struct LargeFileWorkload {
         report.add(Row(workload: label, measure: "protd read, \(other)", unit: "MiB/s", sample: alternative.read))
         report.add(Row(workload: label, measure: "protd write, \(preferred) / \(other)", unit: "x",
                        sample: Sample(values: [run.write.median / alternative.write.median]),
-                       note: "the default (auto) is the fastest cipher this machine runs; docs/DESIGN.md, section Why"))
+                       note: "the default (auto) is the fastest cipher this machine runs; docs/DESIGN.md, section Ciphers"))
         report.add(Row(workload: label, measure: "protd read, \(preferred) / \(other)", unit: "x",
                        sample: Sample(values: [run.read.median / alternative.read.median])))
         // CPU time comes in clock ticks: a quick run's few MiB may show none.

@@ -31,8 +31,9 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     /// The daemon's operating system refused it something: an I/O
     /// operation (disk full...) or memory (see the message).
     case ioFailure(String)
-    /// The file was written with a content cipher this daemon's CPU cannot
-    /// run (AES-256-GCM or AEGIS-256 without AES-NI); the file is intact.
+    /// The file was written with a content cipher this daemon cannot run
+    /// (AES-256-GCM or AEGIS-256 without AES-NI, AEGIS-256 with a libsodium
+    /// older than 1.0.19); the file is intact.
     case cipherUnavailable(String)
     /// The caller is not allowed to do this (lock, passwd and erase need privileges).
     case permissionDenied(String)
@@ -197,7 +198,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .ioFailure:
             "The daemon's system refused it storage or memory; an administrator should check the disk and the daemon's memory limits."
         case .cipherUnavailable:
-            "The file was written with a cipher this machine's CPU cannot run; it is intact: read it where the CPU has AES-NI, or give the daemon's VM the host's CPU model."
+            "The file was written with a cipher this daemon cannot run; it is intact: read it with a protd that has what the message names (a CPU with AES-NI, or a newer libsodium)."
         case .permissionDenied:
             "This user is not allowed to do that; ask an administrator."
         case .protocolError:

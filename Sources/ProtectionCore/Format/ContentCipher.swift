@@ -19,7 +19,7 @@ public enum ContentCipher: UInt8, Sendable, CaseIterable, CustomStringConvertibl
     /// What new files get when the configuration does not say: the fastest
     /// this CPU and the linked libsodium run: AEGIS-256 (libsodium 1.0.19 or
     /// later and AES instructions), then AES-256-GCM (AES-NI), else
-    /// XChaCha20-Poly1305 (docs/DESIGN.md, section Why).
+    /// XChaCha20-Poly1305 (docs/DESIGN.md, section Ciphers).
     public static var preferred: ContentCipher {
         [.aegis256, .aes256GCM].first(where: \.isAvailable) ?? .xChaCha20Poly1305
     }

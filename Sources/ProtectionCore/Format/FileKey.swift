@@ -95,7 +95,7 @@ final class FileKey: Sendable {
         // flipped byte must read as tampering, not as a missing CPU feature.
         guard header.algorithm.isAvailable else {
             key.wipe()
-            throw ProtectionError.cipherUnavailable(header.algorithm, for: "the file's content cipher", "read it on such a machine")
+            throw ProtectionError.cipherUnavailable(header.algorithm, for: "the file's content cipher", "the file is intact; read it with a protd that has that")
         }
         return key
     }

@@ -198,7 +198,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .ioFailure:
             "The daemon's system refused it storage or memory; an administrator should check the disk and the daemon's memory limits."
         case .cipherUnavailable:
-            "The file was written with a cipher this daemon cannot run; it is intact: read it with a protd that has what the message names (a CPU with AES-NI, or a newer libsodium)."
+            "The file was written with a cipher this daemon cannot run; it is intact: read it with a protd whose CPU or libsodium has what the message names."
         case .permissionDenied:
             "This user is not allowed to do that; ask an administrator."
         case .protocolError:

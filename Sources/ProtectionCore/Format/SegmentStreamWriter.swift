@@ -6,8 +6,7 @@ internal import Sodium
 /// last, then the final segment on `finish()`. Full segments are sealed
 /// straight from the caller's bytes, each batch in one read-only key window
 /// with no I/O in it, and then written with one `pwrite`
-/// (`SealedBatchWriter`: on the caller's thread, or overlapped from one of
-/// its own). Only the tail that might be final is copied and held back.
+/// (`SealedBatchWriter`). Only the tail that might be final is copied and held back.
 /// Every byte is encrypted once, whatever the sizes of the pieces appended.
 final class SegmentStreamWriter {
     private let fd: Int32
@@ -27,16 +26,14 @@ final class SegmentStreamWriter {
     private(set) var size = 0
 
     /// Starts a new file in `protection` in `fd`; its header is written
-    /// with the first segment. `overlapped`: each batch is written from a
-    /// thread of its own while the next is sealed.
-    init(fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, keys: ClassKeys,
-         overlapped: Bool = false) throws {
+    /// with the first segment.
+    init(fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, keys: ClassKeys) throws {
         self.fd = fd
         self.path = path
         (key, header) = try FileKey.newFile(protection: protection, format: format, keys: keys)
         layout = SegmentLayout(segmentSize: format.segmentSize, cipher: format.cipher)
         unwrittenHeader = header.encoded
-        output = SealedBatchWriter(fd: fd, path: path, overlapped: overlapped)
+        output = SealedBatchWriter(fd: fd, path: path)
     }
 
     /// Adds bytes at the end.
@@ -71,22 +68,19 @@ final class SegmentStreamWriter {
         size += bytes.count
     }
 
-    /// Writes the final segment, waits until every batch is written, and
-    /// wipes the key.
+    /// Writes the final segment and wipes the key.
     func finish() throws {
         defer { discard() }
         try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
-        try output.finish()
     }
 
     /// Wipes only the key; safe from another thread (a lock invalidating
     /// a class A write). Later appends and `finish()` then fail.
     func wipeKey() { key.wipe() }
 
-    /// Wipes the key and the buffered plaintext without finishing, once no
-    /// batch is being written any more (the file may be closed after).
+    /// Wipes the key and the buffered plaintext without finishing (the
+    /// file may be closed after).
     func discard() {
-        output.drain()
         key.wipe()
         clearPending()
     }
@@ -105,7 +99,7 @@ final class SegmentStreamWriter {
             // The header, until written, goes out in front of the first batch.
             let prefix = headerBytes.count
             let storedBytes = prefix + (batch.count - 1) * stride + sources[batch.last!].count + layout.overhead
-            let output = try self.output.nextBuffer(count: storedBytes)
+            let output = self.output.nextBuffer(count: storedBytes)
             if prefix > 0 { output.copyBytes(from: headerBytes) }
             try key.holdingAccess {
                 for source in batch {

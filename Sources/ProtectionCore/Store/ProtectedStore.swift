@@ -265,19 +265,16 @@ public final class ProtectedStore: Sendable {
 
     /// Starts a streamed whole-file write: append the content in pieces,
     /// then commit. Creating needs only the key that wraps the new file's
-    /// key, so class B works while locked. `overlapped`: each sealed batch
-    /// is written from a thread of its own while the next is sealed (for a
-    /// caller that appends large pieces and does little else).
+    /// key, so class B works while locked.
     public func beginWrite(
-        to name: FileName, in namespace: Namespace, protection: ProtectionClass = .default, durable: Bool = true,
-        overlapped: Bool = false
+        to name: FileName, in namespace: Namespace, protection: ProtectionClass = .default, durable: Bool = true
     ) throws -> PendingWrite {
         let keys = currentKeys()
         let path = try files.pathCreatingParents(for: name, in: namespace)
         let transaction = try files.atomicWriter(for: namespace).begin(target: path)
         let writer = try ProtectionError.translating {
             try SegmentStreamWriter(fd: transaction.fd, path: transaction.temporaryPath, protection: protection,
-                                    format: format, keys: keys, overlapped: overlapped)
+                                    format: format, keys: keys)
         }
         let pending = PendingWrite(name: name, protection: protection, transaction: transaction, writer: writer,
                                    durable: durable)

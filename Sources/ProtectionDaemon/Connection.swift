@@ -285,6 +285,20 @@ final class Connection {
         let fileName = try FileName(name)
         var position = try Self.offset(offset)
         var remaining = length
+        // A file that fits in one chunk is answered in one go: one key
+        // window for all its key work (`ProtectedStore.readSmallFile`).
+        let small = try store.readSmallFile(
+            fileName, in: namespace, offset: position, count: Int(clamping: remaining), ifAtMost: chunkSize
+        ) { count, fill in
+            try Response.dataFrame(chunk: true, requestID: id, capacity: count) { buffer in
+                try fill(buffer)
+                return count
+            }
+        }
+        if let (frame, count) = small {
+            try await outbound.write(contentsOf: (count > 0 ? [frame] : []) + [Response.end.frame(requestID: id)])
+            return
+        }
         // Opens the file and reads its first chunk; when that is all of it,
         // the file is closed (wiping its key) before the answer goes out.
         let (handle, first) = try {

@@ -81,6 +81,46 @@ final class EncryptedFile {
         }
     }
 
+    /// A one-off read of the file in `fd` when it holds at most `limit`
+    /// plaintext bytes (else nil, and nothing was decrypted): its segments
+    /// are read with one `pread`, then `deliver` gets the byte count of
+    /// `range` (clipped to the file) and a function that fills a buffer of
+    /// that size. That function does all the key work in one window of the
+    /// keys' slab, with no I/O in it: unwraps the file key, checks the
+    /// header tag, opens every segment (so the size is authenticated),
+    /// copies `range` and wipes the key. A small file's read so changes
+    /// page protection once, not three times as open, read and close
+    /// would. On failure nothing decrypted is left in the buffer. Leaves
+    /// `fd` to the caller.
+    static func readWhole<R>(
+        fd: Int32, path: String, keys: ClassKeys, range: Range<Int>, ifAtMost limit: Int,
+        _ deliver: (_ count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws -> R
+    ) throws -> R? {
+        let header = try readHeader(fd: fd, path: path)
+        let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
+        guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
+            throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
+        }
+        guard size <= limit else { return nil }
+        let segments = 0...layout.lastIndex(forSize: size)
+        let stored = try readStored(fd: fd, path: path, layout: layout, segments: segments, size: size)
+        let wanted = min(range.lowerBound, size)..<min(range.upperBound, size)
+        return try deliver(wanted.count) { destination in
+            precondition(destination.count >= wanted.count, "destination too small for the bytes requested")
+            do {
+                try keys.withSlabWritable(for: header.protection) {
+                    let file = EncryptedFile(fd: fd, path: path, header: header,
+                                             key: try FileKey.unwrap(header, keys: keys), size: size)
+                    defer { file.abandon() }
+                    try file.openSegments(stored, segments, copying: wanted, into: destination)
+                }
+            } catch {
+                if let base = destination.baseAddress { _ = memset(base, 0, wanted.count) }
+                throw error
+            }
+        }
+    }
+
     /// Reads and parses the header of the file in `fd` without any key.
     static func readHeader(fd: Int32, path: String) throws -> FileHeader {
         var bytes = [UInt8](repeating: 0, count: FileHeader.byteCount)
@@ -165,8 +205,11 @@ final class EncryptedFile {
                     let at = layout.offset(ofSegment: index) - base
                     let from = min(max(range.lowerBound, start), start + length)
                     let to = max(min(range.upperBound, start + length), from)
-                    let target = UnsafeMutableRawBufferPointer(
-                        rebasing: destination[(from - range.lowerBound)..<(to - range.lowerBound)])
+                    // A segment outside `range` is authenticated, not copied.
+                    let target = from < to
+                        ? UnsafeMutableRawBufferPointer(
+                            rebasing: destination[(from - range.lowerBound)..<(to - range.lowerBound)])
+                        : UnsafeMutableRawBufferPointer(start: nil, count: 0)
                     try openSegment(UnsafeRawBufferPointer(rebasing: stored[at..<(at + length + layout.overhead)]),
                                     index, final: index == lastOfFile, range: (from - start)..<(to - start), into: target)
                 }

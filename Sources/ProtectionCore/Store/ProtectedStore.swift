@@ -292,12 +292,50 @@ public final class ProtectedStore: Sendable {
 
     /// The whole content of `name`.
     public func read(_ name: FileName, in namespace: Namespace) throws -> [UInt8] {
-        try withOpenFile(name, in: namespace) { try $0.read(offset: 0, count: $0.size) }
+        try read(name, in: namespace, offset: 0, count: Int.max)
     }
 
     /// Up to `count` bytes of `name` from `offset`.
     public func read(_ name: FileName, in namespace: Namespace, offset: Int, count: Int) throws -> [UInt8] {
-        try withOpenFile(name, in: namespace) { try $0.read(offset: offset, count: count) }
+        guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
+        let small = try readSmallFile(name, in: namespace, offset: offset, count: count,
+                                      ifAtMost: Self.smallFileLimit) { count, fill in
+            try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                try fill(UnsafeMutableRawBufferPointer(buffer))
+                initialized = count
+            }
+        }
+        if let small { return small }
+        return try withOpenFile(name, in: namespace) { try $0.read(offset: offset, count: count) }
+    }
+
+    /// Files up to this size are read by `read` in one go (`readSmallFile`).
+    public static let smallFileLimit = 512 * 1024
+
+    /// Bytes `offset..<offset+count` (clipped to the file) of `name`, in one
+    /// go, when the whole file holds at most `limit` bytes and no handle
+    /// has it open; else nil, and the caller opens it (`open`). `deliver`
+    /// gets the byte count and a function that decrypts those bytes into
+    /// a buffer of that size; it does all the file's key work in one key
+    /// window (`EncryptedFile.readWhole`), so a small file's read changes
+    /// page protection once. Serialised with the file's handles like every
+    /// one-off call.
+    public func readSmallFile<R>(
+        _ name: FileName, in namespace: Namespace, offset: Int, count: Int, ifAtMost limit: Int,
+        _ deliver: (_ count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws -> R
+    ) throws -> R? {
+        guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
+        let path = try files.path(for: name, in: namespace)
+        let fd = try Posix.open(path, O_RDONLY | O_NOFOLLOW)
+        defer { close(fd) }
+        let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
+        let keys = currentKeys()
+        let shared = joinSharedFile(identity)
+        defer { leaveSharedFile(shared) }
+        let range = offset..<(offset + min(count, Int.max - offset))
+        return try shared.whileUnopened {
+            try EncryptedFile.readWhole(fd: fd, path: path, keys: keys, range: range, ifAtMost: limit, deliver)
+        } ?? nil
     }
 
     /// Opens a handle. Opening an existing file needs its class key to

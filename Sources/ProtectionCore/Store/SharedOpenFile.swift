@@ -106,6 +106,17 @@ final class SharedOpenFile: Sendable {
         }
     }
 
+    /// Runs `body`, serialised with every other caller, when nobody has
+    /// the file open, and leaves it unopened: a one-off read that unwraps,
+    /// uses and wipes its own key. Nil when the file is open (or closed, or
+    /// invalidated); the caller then joins it the usual way.
+    func whileUnopened<R>(_ body: () throws -> R) throws -> R? {
+        try phase.withLock { phase in
+            guard case .opening = phase else { return nil }
+            return try ProtectionError.translating(body)
+        }
+    }
+
     /// Runs `body` on the file, serialised with every other caller.
     func perform<R>(on name: FileName, _ body: (EncryptedFile) throws -> R) throws -> R {
         try phase.withLock { phase in

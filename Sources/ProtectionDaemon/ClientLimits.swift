@@ -72,7 +72,7 @@ struct ConnectionSlots: Sendable {
         }
         let message = held >= limits.connectionsPerUID
             ? "uid \(uid) already holds \(held) connections, the most limits.max-connections-per-uid allows; close some first"
-            : "the daemon already serves \(ordinary) connections, the most limits.max-connections allows; try again later"
+            : "the daemon already serves \(ordinary) connections, the most limits.max-connections allows"
         return .failure(WireError(.tooManyConnections, message))
     }
 
@@ -99,7 +99,7 @@ struct ConnectionSlots: Sendable {
     /// The answer to any other request on a kept slot; the connection closes.
     static let keptSlotRefusal = WireError(.tooManyConnections, """
         this connection holds a slot kept for administrators, which serves only status, lock, unlock, passwd \
-        and erase, because limits.max-connections or limits.max-connections-per-uid left no other; try again later
+        and erase, because limits.max-connections or limits.max-connections-per-uid left it no other
         """)
 }
 

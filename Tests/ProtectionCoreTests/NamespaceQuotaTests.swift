@@ -49,6 +49,7 @@ struct NamespaceQuotaTests {
             #expect(code { try handle.append([9]) } == .quotaExceeded)
             #expect(code { _ = try store.open(name("x"), in: alice, mode: .createNew(.none)) } == .quotaExceeded)
             try handle.write([7, 7], at: 0)
+            #expect(code { try handle.write([7], at: Int.max) } == .invalidArgument)
             try handle.truncate(to: 500)
             try handle.append([UInt8](repeating: 3, count: 100))
             #expect(try handle.size() == 600)

@@ -106,11 +106,11 @@ final class NamespaceQuota: Sendable {
     /// Why `amount` may not be added to `account`, or nil when it may.
     private func refusal(adding amount: Amount, to account: Account, in namespace: Namespace) -> ProtectionError? {
         let total = account.stored + account.reserved
-        if amount.files > 0, limits.files > 0, total.files + amount.files > limits.files {
+        if amount.files > 0, limits.files > 0, amount.files > limits.files - total.files {
             return ProtectionError(.quotaExceeded, "uid \(namespace.uid) already has \(total.files) files, "
                                    + "the most limits.quota-files-per-uid allows; delete some first")
         }
-        if amount.bytes > 0, limits.bytes > 0, total.bytes + amount.bytes > limits.bytes {
+        if amount.bytes > 0, limits.bytes > 0, amount.bytes > limits.bytes - total.bytes {
             return ProtectionError(.quotaExceeded, "this needs \(amount.bytes) more bytes but uid \(namespace.uid)'s "
                                    + "files hold \(total.bytes) of the \(limits.bytes) limits.quota-bytes-per-uid allows")
         }

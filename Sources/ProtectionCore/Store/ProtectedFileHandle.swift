@@ -47,7 +47,7 @@ public final class ProtectedFileHandle: Sendable {
 
     /// Writes `bytes` at `offset`, growing the file (zeros fill a gap).
     public func write(_ bytes: [UInt8], at offset: Int) throws {
-        try withFile(growingTo: { max($0.size, offset + bytes.count) }) { file in
+        try withFile(growingTo: { max($0.size, offset.addingReportingOverflow(bytes.count).partialValue) }) { file in
             try bytes.withUnsafeBytes { try file.write($0, at: offset) }
         }
     }
@@ -98,10 +98,13 @@ public final class ProtectedFileHandle: Sendable {
     }
 
     /// `withFile` for a call that may grow the file to `newSize`: the
-    /// growth is charged to the namespace's quota first.
+    /// growth is charged to the namespace's quota first. A size the format
+    /// cannot hold is not charged: the call fails with `invalidArgument`.
     private func withFile<R>(growingTo newSize: (EncryptedFile) -> Int, _ body: (EncryptedFile) throws -> R) throws -> R {
         try withFile { file in
-            try quota.charging(namespace, from: file.size, to: newSize(file), resultingSize: { file.size }) { try body(file) }
+            let size = newSize(file)
+            let charged = (0...EncryptedFile.maximumSize).contains(size) ? size : file.size
+            return try quota.charging(namespace, from: file.size, to: charged, resultingSize: { file.size }) { try body(file) }
         }
     }
 

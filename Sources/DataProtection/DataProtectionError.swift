@@ -35,13 +35,17 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     /// (AES-256-GCM or AEGIS-256 without AES-NI, AEGIS-256 with a libsodium
     /// older than 1.0.19); the file is intact.
     case cipherUnavailable(String)
+    /// A storage quota of this user (bytes or files) would be passed; the
+    /// files keep what they had.
+    case quotaExceeded(String)
     /// The caller is not allowed to do this (lock, passwd and erase need privileges).
     case permissionDenied(String)
     /// One side sent something the other could not understand.
     case protocolError(String)
     /// The daemon does not speak this library's protocol version.
     case unsupportedVersion(String)
-    /// This connection has too many open handles.
+    /// This connection, or this user over all its connections, holds too
+    /// many handles and writes in progress, or too many event subscriptions.
     case tooManyHandles(String)
     /// The daemon has too many connections.
     case tooManyConnections(String)
@@ -87,6 +91,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case ioFailure
         /// See `DataProtectionError.cipherUnavailable`.
         case cipherUnavailable
+        /// See `DataProtectionError.quotaExceeded`.
+        case quotaExceeded
         /// See `DataProtectionError.permissionDenied`.
         case permissionDenied
         /// See `DataProtectionError.protocolError`.
@@ -129,6 +135,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .keyBagCorrupt: .keyBagCorrupt
         case .ioFailure: .ioFailure
         case .cipherUnavailable: .cipherUnavailable
+        case .quotaExceeded: .quotaExceeded
         case .permissionDenied: .permissionDenied
         case .protocolError: .protocolError
         case .unsupportedVersion: .unsupportedVersion
@@ -149,7 +156,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
              .invalidName(let message), .integrityFailure(let message), .wrongPasscode(let message, _),
              .rateLimited(_, let message), .erasedAfterFailedAttempts(let message), .noPasscodeSet(let message),
              .invalidArgument(let message), .handleClosed(let message), .keyBagCorrupt(let message),
-             .ioFailure(let message), .cipherUnavailable(let message), .permissionDenied(let message),
+             .ioFailure(let message), .cipherUnavailable(let message), .quotaExceeded(let message),
+             .permissionDenied(let message),
              .protocolError(let message), .unsupportedVersion(let message), .tooManyHandles(let message),
              .tooManyConnections(let message), .internalError(let message), .daemonUnavailable(let message),
              .timedOut(let message), .clientClosed(let message):
@@ -199,6 +207,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
             "The daemon's system refused it storage or memory; an administrator should check the disk and the daemon's memory limits."
         case .cipherUnavailable:
             "The file was written with a cipher this daemon cannot run; it is intact: read it with a protd whose CPU or libsodium has what the message names."
+        case .quotaExceeded:
+            "This user's storage quota is used up and nothing was changed; delete files, or ask an administrator for a larger quota."
         case .permissionDenied:
             "This user is not allowed to do that; ask an administrator."
         case .protocolError:
@@ -206,7 +216,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .unsupportedVersion:
             "The daemon does not speak this library's protocol version; install matching versions of protd and the library."
         case .tooManyHandles:
-            "Too many file handles are open on this connection; close some and try again."
+            "Too many file handles, writes or event subscriptions are open on this connection or for this user; close some and try again."
         case .tooManyConnections:
             "The daemon has too many connections; try again later."
         case .internalError:
@@ -254,6 +264,7 @@ extension DataProtectionError {
         case .keyBagCorrupt: self = .keyBagCorrupt(message)
         case .ioFailure: self = .ioFailure(message)
         case .cipherUnavailable: self = .cipherUnavailable(message)
+        case .quotaExceeded: self = .quotaExceeded(message)
         case .permissionDenied: self = .permissionDenied(message)
         case .protocolError: self = .protocolError(message)
         case .unsupportedVersion: self = .unsupportedVersion(message)

@@ -136,11 +136,31 @@ extension ConfigurationKey {
     static let maxConnections = Self(
         "limits.max-connections", "N", type: "integer", default: "\(defaults.maxConnections)",
         expected: "an integer >= 1",
-        help: "Most client connections served at once (administrators may open 8 more).")
+        help: "Most client connections served at once (8 more are kept for administrators).")
     static let maxOpenHandlesPerConnection = Self(
         "limits.max-open-handles-per-connection", "N", type: "integer", default: "\(defaults.maxOpenHandlesPerConnection)",
         expected: "an integer >= 1",
         help: "Most open file handles plus writes in progress one connection may hold.")
+    static let maxConnectionsPerUID = Self(
+        "limits.max-connections-per-uid", "N", type: "integer", default: "\(defaults.maxConnectionsPerUID)",
+        expected: "an integer >= 1",
+        help: "Most connections one uid may hold, administrators included.")
+    static let maxOpenHandlesPerUID = Self(
+        "limits.max-open-handles-per-uid", "N", type: "integer", default: "\(defaults.maxOpenHandlesPerUID)",
+        expected: "an integer >= 1",
+        help: "Most open file handles plus writes in progress one uid may hold over all its connections.")
+    static let maxSubscribersPerUID = Self(
+        "limits.max-subscribers-per-uid", "N", type: "integer", default: "\(defaults.maxSubscribersPerUID)",
+        expected: "an integer >= 1",
+        help: "Most event subscriptions one uid may hold.")
+    static let quotaBytesPerUID = Self(
+        "limits.quota-bytes-per-uid", "BYTES", type: "integer", default: "0 (off)",
+        expected: "an integer number of bytes >= 0 (0 = no quota)",
+        help: "Most plaintext bytes one uid's files may hold together.")
+    static let quotaFilesPerUID = Self(
+        "limits.quota-files-per-uid", "N", type: "integer", default: "0 (off)",
+        expected: "an integer >= 0 (0 = no quota)",
+        help: "Most files one uid may have.")
 
     static let requireLockedMemory = Self(
         "memory.require-locked", "BOOL", type: "boolean", default: "\(defaults.requireLockedMemory)",
@@ -154,6 +174,7 @@ extension ConfigurationKey {
         argon2Operations, argon2MemoryKiB, failedAttemptDelays, eraseAfterFailedAttempts,
         segmentSize, cipher, logLevel,
         maxFrameBytes, maxConnections, maxOpenHandlesPerConnection,
+        maxConnectionsPerUID, maxOpenHandlesPerUID, maxSubscribersPerUID, quotaBytesPerUID, quotaFilesPerUID,
         requireLockedMemory,
     ]
 

@@ -222,6 +222,14 @@ struct Reader {
         if let value = try single(.maxOpenHandlesPerConnection, ValueParsing.integer(atLeast: 1)) {
             configuration.maxOpenHandlesPerConnection = value
         }
+        let perUID: [(ConfigurationKey, WritableKeyPath<DaemonConfiguration, Int>, Int)] = [
+            (.maxConnectionsPerUID, \.maxConnectionsPerUID, 1), (.maxOpenHandlesPerUID, \.maxOpenHandlesPerUID, 1),
+            (.maxSubscribersPerUID, \.maxSubscribersPerUID, 1),
+            (.quotaBytesPerUID, \.quotaBytesPerUID, 0), (.quotaFilesPerUID, \.quotaFilesPerUID, 0),
+        ]
+        for (key, property, minimum) in perUID {
+            if let value = try single(key, ValueParsing.integer(atLeast: minimum)) { configuration[keyPath: property] = value }
+        }
         if let value = try single(.requireLockedMemory, ValueParsing.boolean) { configuration.requireLockedMemory = value }
         return configuration
     }

@@ -68,6 +68,22 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Key `limits.max-open-handles-per-connection` (integer, default 1024,
     /// at least 1): most open file handles one connection may hold.
     public var maxOpenHandlesPerConnection: Int
+    /// Key `limits.max-connections-per-uid` (integer, default 64, at least
+    /// 1): most connections one uid may hold, administrators included.
+    public var maxConnectionsPerUID: Int
+    /// Key `limits.max-open-handles-per-uid` (integer, default 4096, at
+    /// least 1): most open handles plus writes in progress of one uid, over
+    /// all its connections.
+    public var maxOpenHandlesPerUID: Int
+    /// Key `limits.max-subscribers-per-uid` (integer, default 16, at least
+    /// 1): most event subscriptions of one uid.
+    public var maxSubscribersPerUID: Int
+    /// Key `limits.quota-bytes-per-uid` (integer bytes, default 0 = off):
+    /// most plaintext bytes one uid's files may hold together.
+    public var quotaBytesPerUID: Int
+    /// Key `limits.quota-files-per-uid` (integer, default 0 = off): most
+    /// files one uid may have.
+    public var quotaFilesPerUID: Int
     /// Key `memory.require-locked` (boolean, default false; true in the
     /// shipped `/etc/protd/protd.yaml`): refuse to hold keys in memory that
     /// cannot be locked in RAM (`mlock`), instead of warning and going on.
@@ -91,6 +107,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         maxFrameBytes: Int = 1_048_576 + 1024,
         maxConnections: Int = 256,
         maxOpenHandlesPerConnection: Int = 1024,
+        maxConnectionsPerUID: Int = 64,
+        maxOpenHandlesPerUID: Int = 4096,
+        maxSubscribersPerUID: Int = 16,
+        quotaBytesPerUID: Int = 0,
+        quotaFilesPerUID: Int = 0,
         requireLockedMemory: Bool = false
     ) {
         self.socketPath = socketPath
@@ -108,6 +129,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         self.maxFrameBytes = maxFrameBytes
         self.maxConnections = maxConnections
         self.maxOpenHandlesPerConnection = maxOpenHandlesPerConnection
+        self.maxConnectionsPerUID = maxConnectionsPerUID
+        self.maxOpenHandlesPerUID = maxOpenHandlesPerUID
+        self.maxSubscribersPerUID = maxSubscribersPerUID
+        self.quotaBytesPerUID = quotaBytesPerUID
+        self.quotaFilesPerUID = quotaFilesPerUID
         self.requireLockedMemory = requireLockedMemory
     }
 

@@ -35,6 +35,9 @@ public struct ProtectionError: Error, Sendable, Equatable, CustomStringConvertib
         /// AEGIS-256 on a CPU without AES-NI, AEGIS-256 with a libsodium
         /// older than 1.0.19); the file itself is intact.
         case cipherUnavailable
+        /// A storage quota of the namespace (`StorageQuota`) would be
+        /// passed; nothing was changed.
+        case quotaExceeded
     }
 
     /// What went wrong.

@@ -24,14 +24,20 @@ final class Connection {
     private var subscription: SubscriberID?
     /// Whether a lock-and-wait left its answer with the controller.
     private var leftLockAnswers = false
+    /// The connection's slot: a kept one serves administration only.
+    private let slot: ConnectionSlots.Slot
+    /// Handles and writes counted for this connection in the uid's
+    /// holdings; brought down to what it holds after each request.
+    private var countedFiles = 0
 
     private var namespace: Namespace { Namespace(uid: peer.uid) }
     /// The largest content chunk in a data frame under this daemon's frame limit.
     private var chunkSize: Int { WireProtocol.chunkSize(forFrameLimit: context.maximumFrameLength) }
 
     init(peer: PeerCredentials, context: ConnectionContext, outbound: NIOAsyncChannelOutboundWriter<Frame>,
-         events: EventSinkReference) {
+         events: EventSinkReference, slot: ConnectionSlots.Slot) {
         self.peer = peer
+        self.slot = slot
         self.context = context
         self.outbound = outbound
         self.events = events
@@ -49,7 +55,13 @@ final class Connection {
             if let first = try await frames.next(), try await handshake(first) {
                 while let frame = try await frames.next() {
                     guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
-                    try await serve(try Request(frame: frame), id: frame.requestID)
+                    let request = try Request(frame: frame)
+                    if slot == .kept && !ConnectionSlots.servesOnKeptSlot(request) {
+                        logger.info("closing a kept connection that asked for ordinary work")
+                        try? await send(.error(ConnectionSlots.keptSlotRefusal), id: 0)
+                        break
+                    }
+                    try await serve(request, id: frame.requestID)
                 }
             }
         } catch let violation as ProtocolViolation {
@@ -97,6 +109,7 @@ final class Connection {
     /// Answers one request; failures become error answers, except
     /// protocol violations, which end the connection.
     private func serve(_ request: Request, id: UInt32) async throws {
+        defer { uncountClosedFiles() }
         do {
             if let answer = try await answer(request, id: id) {
                 try await send(answer, id: id)
@@ -258,6 +271,7 @@ final class Connection {
             return .ok
         case .subscribe:
             if subscription == nil {
+                try context.holdings.take(.subscription, for: peer.uid)
                 let subscriber = context.hub.subscribe(events)
                 subscription = subscriber
                 try await send(.subscribed(await statusReport()), id: id)
@@ -370,12 +384,25 @@ final class Connection {
     }
 
     /// Open handles and writes in progress each hold a file descriptor;
-    /// together they may not pass the connection's limit.
+    /// together they may not pass the connection's limit, nor the uid's
+    /// over all its connections. Counts one more for the uid.
     private func ensureRoomForAnotherFile() throws {
-        guard handles.count + writes.count < context.maximumOpenHandles else {
+        guard handles.count + writes.count < context.limits.filesPerConnection else {
             throw WireError(.tooManyHandles, "this connection already has \(handles.count) open handles and "
-                            + "\(writes.count) writes in progress; close or finish some first")
+                            + "\(writes.count) writes in progress, the most limits.max-open-handles-per-connection "
+                            + "allows; close or finish some first")
         }
+        try context.holdings.take(.file, for: peer.uid)
+        countedFiles += 1
+    }
+
+    /// Gives the uid back what `ensureRoomForAnotherFile` counted for
+    /// handles and writes this connection no longer holds.
+    private func uncountClosedFiles() {
+        let held = handles.count + writes.count
+        guard countedFiles > held else { return }
+        context.holdings.give(.file, count: countedFiles - held, for: peer.uid)
+        countedFiles = held
     }
 
     /// After a failed chunk or commit: the error is the write's answer;
@@ -427,7 +454,9 @@ final class Connection {
         handles.removeAll()
         for pending in writes.values { pending.abort() }
         writes.removeAll()
+        uncountClosedFiles()
         if let subscription {
+            context.holdings.give(.subscription, for: peer.uid)
             context.hub.unsubscribe(subscription)
             await context.lockController.subscriberLeft(subscription)
         }

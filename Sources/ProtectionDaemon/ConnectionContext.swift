@@ -14,20 +14,23 @@ public struct ConnectionContext: Sendable {
     public let authorization: Authorization
     /// Largest frame accepted from a client.
     public let maximumFrameLength: Int
-    /// Handles one connection may hold open.
-    public let maximumOpenHandles: Int
+    /// Connections, handles and subscriptions allowed, in total and per uid.
+    public let limits: ClientLimits
+    /// What each uid holds against `limits`.
+    let holdings: UIDHoldings
     /// The daemon's logger.
     public let logger: Logger
 
     /// Bundles the shared parts.
     public init(store: ProtectedStore, lockController: LockController, hub: EventHub, authorization: Authorization,
-                maximumFrameLength: Int, maximumOpenHandles: Int, logger: Logger) {
+                maximumFrameLength: Int, limits: ClientLimits, logger: Logger) {
         self.store = store
         self.lockController = lockController
         self.hub = hub
         self.authorization = authorization
         self.maximumFrameLength = maximumFrameLength
-        self.maximumOpenHandles = maximumOpenHandles
+        self.limits = limits
+        self.holdings = UIDHoldings(limits: limits)
         self.logger = logger
     }
 }

@@ -41,7 +41,12 @@ public final class Daemon: Service {
             passcodeCost: configuration.passcodeCost,
             failedAttemptPolicy: configuration.failedAttemptPolicy,
             segmentSize: configuration.segmentSize,
-            cipher: configuration.cipher ?? .preferred)
+            cipher: configuration.cipher ?? .preferred,
+            quota: StorageQuota(bytes: configuration.quotaBytesPerUID, files: configuration.quotaFilesPerUID))
+        let limits = ClientLimits(
+            connections: configuration.maxConnections, connectionsPerUID: configuration.maxConnectionsPerUID,
+            filesPerConnection: configuration.maxOpenHandlesPerConnection,
+            filesPerUID: configuration.maxOpenHandlesPerUID, subscribersPerUID: configuration.maxSubscribersPerUID)
         self.logger = logger
         let adminGroupID = GroupLookup.id(of: configuration.adminGroup)
         if adminGroupID == nil {
@@ -75,7 +80,7 @@ public final class Daemon: Service {
             self.fault = fault
             core = nil
             server = DaemonServer(
-                listener: Self.listener(configuration, environment), maximumConnections: configuration.maxConnections,
+                listener: Self.listener(configuration, environment), limits: limits,
                 fault: FaultContext(fault: fault, authorization: authorization,
                                     maximumFrameLength: configuration.maxFrameBytes,
                                     gracePeriod: configuration.gracePeriod, logger: logger),
@@ -90,9 +95,9 @@ public final class Daemon: Service {
         let context = ConnectionContext(
             store: store, lockController: lockController, hub: hub, authorization: authorization,
             maximumFrameLength: configuration.maxFrameBytes,
-            maximumOpenHandles: configuration.maxOpenHandlesPerConnection, logger: logger)
+            limits: limits, logger: logger)
         let fileLimit = OpenFileLimit.raiseToHardLimit()
-        let filesNeeded = OpenFileLimit.needed(connections: configuration.maxConnections + DaemonServer.slotsKeptForAdmins
+        let filesNeeded = OpenFileLimit.needed(connections: configuration.maxConnections + ClientLimits.connectionsKeptForAdmins
                                                    + ConnectionRegistry.maximumRefusedWaiting,
                                                filesPerConnection: configuration.maxOpenHandlesPerConnection)
         if fileLimit < filesNeeded {
@@ -101,8 +106,7 @@ public final class Daemon: Service {
                 can exhaust it and then no one can connect; raise LimitNOFILE or lower the limits
                 """, metadata: ["protd.open_file_limit": "\(fileLimit)", "protd.open_files_allowed": "\(filesNeeded)"])
         }
-        server = DaemonServer(listener: Self.listener(configuration, environment),
-                              maximumConnections: configuration.maxConnections, context: context,
+        server = DaemonServer(listener: Self.listener(configuration, environment), context: context,
                               onReady: { notifier.ready() }, onStopping: { notifier.stopping() })
         logger.info("state loaded", metadata: ["protd.state": "\(store.lockState)",
                                                "protd.passcode_set": "\(store.status.passcodeSet)",

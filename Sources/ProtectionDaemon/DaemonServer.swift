@@ -17,10 +17,6 @@ public final class DaemonServer: Service {
         case inherited(fd: Int32)
     }
 
-    /// Connections that only administrators (root, the daemon's user, the
-    /// admin group) may open beyond `limits.max-connections`.
-    public static let slotsKeptForAdmins = 8
-
     /// Requests waiting for a connection's task: at most 4 decoded frames
     /// (NIO's default is 10), after which reading from the socket pauses
     /// until 2 are left. A streamed write then waits in the daemon with at
@@ -38,41 +34,40 @@ public final class DaemonServer: Service {
     }
 
     private let listener: Listener
-    private let maximumConnections: Int
     private let backend: Backend
     private let maximumFrameLength: Int
     private let authorization: Authorization
     private let logger: Logger
-    private let registry = ConnectionRegistry()
+    private let registry: ConnectionRegistry
     private let onReady: @Sendable () -> Void
 
     private let onStopping: @Sendable () -> Void
 
     /// Makes a server; `onReady` runs once it accepts connections,
     /// `onStopping` when a graceful shutdown begins.
-    public convenience init(listener: Listener, maximumConnections: Int, context: ConnectionContext,
+    public convenience init(listener: Listener, context: ConnectionContext,
                             onReady: @escaping @Sendable () -> Void = {},
                             onStopping: @escaping @Sendable () -> Void = {}) {
-        self.init(listener: listener, maximumConnections: maximumConnections, backend: .store(context),
+        self.init(listener: listener, limits: context.limits, backend: .store(context),
                   maximumFrameLength: context.maximumFrameLength, authorization: context.authorization,
                   logger: context.logger, onReady: onReady, onStopping: onStopping)
     }
 
     /// Makes a server for a daemon in a fault state: it answers `status`
     /// with the fault and refuses everything else (`DaemonFault`).
-    public convenience init(listener: Listener, maximumConnections: Int, fault: FaultContext,
+    public convenience init(listener: Listener, limits: ClientLimits, fault: FaultContext,
                             onReady: @escaping @Sendable () -> Void = {},
                             onStopping: @escaping @Sendable () -> Void = {}) {
-        self.init(listener: listener, maximumConnections: maximumConnections, backend: .fault(fault),
+        self.init(listener: listener, limits: limits, backend: .fault(fault),
                   maximumFrameLength: fault.maximumFrameLength, authorization: fault.authorization,
                   logger: fault.logger, onReady: onReady, onStopping: onStopping)
     }
 
-    private init(listener: Listener, maximumConnections: Int, backend: Backend, maximumFrameLength: Int,
+    private init(listener: Listener, limits: ClientLimits, backend: Backend, maximumFrameLength: Int,
                  authorization: Authorization, logger: Logger, onReady: @escaping @Sendable () -> Void,
                  onStopping: @escaping @Sendable () -> Void) {
         self.listener = listener
-        self.maximumConnections = maximumConnections
+        self.registry = ConnectionRegistry(limits: limits)
         self.backend = backend
         self.maximumFrameLength = maximumFrameLength
         self.authorization = authorization
@@ -147,22 +142,21 @@ public final class DaemonServer: Service {
 
     private func serve(_ accepted: AcceptedConnection) async {
         let (connection, peer) = (accepted.channel, accepted.peer)
-        // Administrators get a few slots beyond the limit, so that clients
-        // holding every ordinary one cannot keep them from locking.
-        let limit = maximumConnections + (authorization.isAdmin(peer) ? Self.slotsKeptForAdmins : 0)
-        switch registry.add(connection.channel, limit: limit) {
-        case .admitted:
-            break
+        // Administrators get a kept slot when they have no ordinary one,
+        // so that clients holding every ordinary slot cannot keep them from
+        // locking (`ConnectionSlots`).
+        let slot: ConnectionSlots.Slot
+        switch registry.add(connection.channel, uid: peer.uid, isAdmin: authorization.isAdmin(peer)) {
+        case .admitted(let admitted):
+            slot = admitted
         case .closing:
             try? await connection.channel.close()
             return
-        case .full:
+        case .full(let refusal):
             logger.warning("connection refused: too many connections",
-                                   metadata: ["protd.peer.uid": "\(peer.uid)"])
+                           metadata: ["protd.peer.uid": "\(peer.uid)", "protd.error": "\(refusal.message)"])
             try? await connection.executeThenClose { [registry] inbound, outbound in
-                try await outbound.write(Response.error(WireError(
-                    .tooManyConnections, "the daemon has \(limit) connections already; try again later"))
-                    .frame(requestID: 0))
+                try await outbound.write(Response.error(refusal).frame(requestID: 0))
                 // Close once the client's hello came (at most 1 s): closed at
                 // once, the hello could meet a broken pipe before the client
                 // read this answer, and it would report the daemon as
@@ -181,8 +175,8 @@ public final class DaemonServer: Service {
             try await connection.executeThenClose { [backend] inbound, outbound in
                 switch backend {
                 case .store(let context):
-                    await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events)
-                        .run(inbound: inbound)
+                    await Connection(peer: peer, context: context, outbound: outbound, events: accepted.events,
+                                     slot: slot).run(inbound: inbound)
                 case .fault(let context):
                     await FaultConnection(peer: peer, context: context, outbound: outbound).run(inbound: inbound)
                 }

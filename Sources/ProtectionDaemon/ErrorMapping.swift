@@ -44,6 +44,7 @@ extension WireErrorCode {
         case .keyBagCorrupt: self = .keyBagCorrupt
         case .ioFailure: self = .ioFailure
         case .cipherUnavailable: self = .cipherUnavailable
+        case .quotaExceeded: self = .quotaExceeded
         }
     }
 }

@@ -160,6 +160,7 @@ public enum WireErrorCode: UInt16, Sendable, Equatable, CaseIterable {
     case tooManyConnections = 18
     case internalError = 19
     case cipherUnavailable = 20
+    case quotaExceeded = 21
 }
 
 /// An error response.

@@ -10,6 +10,8 @@ import Glibc
 //   protd-client-probe bulk SOCKET        4 large writes and 4 readChunks at once
 //   protd-client-probe stopped SOCKET PID a large write and a readChunks, cancelled
 //                                         while the daemon (PID) is stopped
+//   protd-client-probe hold SOCKET COUNT  COUNT connections, each listing its files;
+//                                         holds those served until stdin ends
 
 /// A task that sleeps 1 ms in a loop and records its longest gap.
 final class Ticker: Sendable {
@@ -129,13 +131,38 @@ func stopped(socket: String, daemon: pid_t) async throws {
     await client.close()
 }
 
+/// Opens `count` connections one after another, each listing its files,
+/// prints how many were served (`held=`), then keeps them until stdin ends.
+func hold(socket: String, count: Int) async {
+    var held: [DataProtectionClient] = []
+    var refused = 0
+    for _ in 0..<count {
+        do {
+            let client = try await DataProtectionClient.connect(socketPath: socket)
+            do {
+                _ = try await client.list()
+                held.append(client)
+            } catch {
+                refused += 1
+                await client.close()
+            }
+        } catch {
+            refused += 1
+        }
+    }
+    FileHandle.standardOutput.write(Data("held=\(held.count) refused=\(refused)\n".utf8))
+    _ = FileHandle.standardInput.readDataToEndOfFile()
+    for client in held { await client.close() }
+}
+
 let arguments = CommandLine.arguments
 do {
     switch arguments.count > 2 ? arguments[1] : "" {
     case "bulk": try await bulk(socket: arguments[2])
     case "stopped" where arguments.count > 3: try await stopped(socket: arguments[2], daemon: pid_t(arguments[3])!)
+    case "hold" where arguments.count > 3: await hold(socket: arguments[2], count: Int(arguments[3])!)
     default:
-        FileHandle.standardError.write(Data("usage: protd-client-probe bulk SOCKET | stopped SOCKET PID\n".utf8))
+        FileHandle.standardError.write(Data("usage: protd-client-probe bulk SOCKET | stopped SOCKET PID | hold SOCKET COUNT\n".utf8))
         exit(64)
     }
 } catch {

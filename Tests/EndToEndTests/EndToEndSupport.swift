@@ -8,9 +8,10 @@ enum EndToEnd {
     static let passcode = "1234-correct-horse"
 
     /// A daemon with a passcode set, restarted so it is before first unlock,
-    /// and a connected client.
-    static func daemonWithPasscode(grace: Double = 10) async throws -> (DaemonProcess, DataProtectionClient) {
-        let daemon = try DaemonProcess(gracePeriodSeconds: grace)
+    /// and a connected client; `extraConfig` as `DaemonProcess` takes it.
+    static func daemonWithPasscode(grace: Double = 10, extraConfig: String = "") async throws
+        -> (DaemonProcess, DataProtectionClient) {
+        let daemon = try DaemonProcess(gracePeriodSeconds: grace, extraConfig: extraConfig)
         let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         try await setup.setPasscode(passcode)
         await setup.close()

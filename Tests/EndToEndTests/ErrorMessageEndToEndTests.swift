@@ -115,6 +115,7 @@ struct ErrorMessageEndToEndTests {
         case .keyBagCorrupt: .keyBagCorrupt(detail)
         case .ioFailure: .ioFailure(detail)
         case .cipherUnavailable: .cipherUnavailable(detail)
+        case .quotaExceeded: .quotaExceeded(detail)
         case .permissionDenied: .permissionDenied(detail)
         case .protocolError: .protocolError(detail)
         case .unsupportedVersion: .unsupportedVersion(detail)

@@ -37,7 +37,9 @@ struct LockFanOutEndToEndTests {
 
     @Test("thirty subscribers acknowledging at once end the grace period at once, one that disconnects counting as acknowledging")
     func acknowledgementsCompleteTheLock() async throws {
-        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(grace: 60)
+        // Thirty subscribers of the test's one uid: more than the default 16.
+        let (daemon, admin) = try await EndToEnd.daemonWithPasscode(
+            grace: 60, extraConfig: "limits:\n  max-subscribers-per-uid: 30\n")
         defer { _ = daemon }
         try await admin.unlock(passcode: EndToEnd.passcode)
         let clients = try await Self.subscribedClients(30, daemon)

@@ -33,6 +33,11 @@ struct LoadingTests {
           max-frame-bytes: 524288
           max-connections: 8
           max-open-handles-per-connection: 16
+          max-connections-per-uid: 4
+          max-open-handles-per-uid: 32
+          max-subscribers-per-uid: 2
+          quota-bytes-per-uid: 1000000
+          quota-files-per-uid: 100
         """
 
     /// What `everyKeyYAML` (and its JSON twin) must load as.
@@ -43,7 +48,9 @@ struct LoadingTests {
         passcodeCost: Argon2id.Cost(operations: 3, memoryBytes: 16 << 20),
         failedAttemptPolicy: try! FailedAttemptPolicy(delaysInSeconds: [0, 5, 10], eraseAfter: 20),
         segmentSize: 4096, cipher: .xChaCha20Poly1305, logLevel: .warning,
-        maxFrameBytes: 524_288, maxConnections: 8, maxOpenHandlesPerConnection: 16)
+        maxFrameBytes: 524_288, maxConnections: 8, maxOpenHandlesPerConnection: 16,
+        maxConnectionsPerUID: 4, maxOpenHandlesPerUID: 32, maxSubscribersPerUID: 2,
+        quotaBytesPerUID: 1_000_000, quotaFilesPerUID: 100)
 
     @Test("with no file, variables or flags every value is the default")
     func defaults() async throws {
@@ -64,6 +71,11 @@ struct LoadingTests {
         #expect(configuration.maxFrameBytes == 1_049_600)
         #expect(configuration.maxConnections == 256)
         #expect(configuration.maxOpenHandlesPerConnection == 1024)
+        #expect(configuration.maxConnectionsPerUID == 64)
+        #expect(configuration.maxOpenHandlesPerUID == 4096)
+        #expect(configuration.maxSubscribersPerUID == 16)
+        #expect(configuration.quotaBytesPerUID == 0, "off")
+        #expect(configuration.quotaFilesPerUID == 0, "off")
     }
 
     @Test("a YAML file given by --config sets every key")
@@ -88,7 +100,9 @@ struct LoadingTests {
               },
               "storage": {"segment-size": 4096, "cipher": "xchacha20-poly1305"},
               "log": {"level": "warning"},
-              "limits": {"max-frame-bytes": 524288, "max-connections": 8, "max-open-handles-per-connection": 16}
+              "limits": {"max-frame-bytes": 524288, "max-connections": 8, "max-open-handles-per-connection": 16,
+                         "max-connections-per-uid": 4, "max-open-handles-per-uid": 32, "max-subscribers-per-uid": 2,
+                         "quota-bytes-per-uid": 1000000, "quota-files-per-uid": 100}
             }
             """)
         #expect(try await load(["--config", path]) == Self.everyKeyConfiguration)
@@ -138,7 +152,9 @@ struct LoadingTests {
             "PROTD_PASSCODE_FAILED_ATTEMPT_DELAYS": "0,5,10", "PROTD_PASSCODE_ERASE_AFTER_FAILED_ATTEMPTS": "20",
             "PROTD_STORAGE_SEGMENT_SIZE": "4096", "PROTD_STORAGE_CIPHER": "xchacha20-poly1305", "PROTD_LOG_LEVEL": "warning",
             "PROTD_LIMITS_MAX_FRAME_BYTES": "524288", "PROTD_LIMITS_MAX_CONNECTIONS": "8",
-            "PROTD_LIMITS_MAX_OPEN_HANDLES_PER_CONNECTION": "16",
+            "PROTD_LIMITS_MAX_OPEN_HANDLES_PER_CONNECTION": "16", "PROTD_LIMITS_MAX_CONNECTIONS_PER_UID": "4",
+            "PROTD_LIMITS_MAX_OPEN_HANDLES_PER_UID": "32", "PROTD_LIMITS_MAX_SUBSCRIBERS_PER_UID": "2",
+            "PROTD_LIMITS_QUOTA_BYTES_PER_UID": "1000000", "PROTD_LIMITS_QUOTA_FILES_PER_UID": "100",
         ])
         #expect(configuration == Self.everyKeyConfiguration)
     }
@@ -153,7 +169,9 @@ struct LoadingTests {
             "--passcode-failed-attempt-delays", "0", "5", "10", "--passcode-erase-after-failed-attempts", "20",
             "--storage-segment-size", "4096", "--storage-cipher", "xchacha20-poly1305", "--log-level", "warning",
             "--limits-max-frame-bytes", "524288", "--limits-max-connections", "8",
-            "--limits-max-open-handles-per-connection", "16",
+            "--limits-max-open-handles-per-connection", "16", "--limits-max-connections-per-uid", "4",
+            "--limits-max-open-handles-per-uid", "32", "--limits-max-subscribers-per-uid", "2",
+            "--limits-quota-bytes-per-uid", "1000000", "--limits-quota-files-per-uid", "100",
         ])
         #expect(configuration == Self.everyKeyConfiguration)
     }

@@ -20,7 +20,8 @@ struct ShippedFilesTests {
         "passcode.argon2-memory-kib", "passcode.failed-attempt-delays",
         "passcode.erase-after-failed-attempts", "storage.segment-size", "storage.cipher", "log.level",
         "limits.max-frame-bytes", "limits.max-connections", "limits.max-open-handles-per-connection",
-        "memory.require-locked",
+        "limits.max-connections-per-uid", "limits.max-open-handles-per-uid", "limits.max-subscribers-per-uid",
+        "limits.quota-bytes-per-uid", "limits.quota-files-per-uid", "memory.require-locked",
     ])
     func productionFileSetsKey(key: String) async throws {
         // Spoil the key's value in a copy; loading must then fail naming the
@@ -136,6 +137,14 @@ struct UsageTests {
             ("limits.max-connections", "--limits-max-connections", "PROTD_LIMITS_MAX_CONNECTIONS", "256"),
             ("limits.max-open-handles-per-connection", "--limits-max-open-handles-per-connection",
              "PROTD_LIMITS_MAX_OPEN_HANDLES_PER_CONNECTION", "1024"),
+            ("limits.max-connections-per-uid", "--limits-max-connections-per-uid",
+             "PROTD_LIMITS_MAX_CONNECTIONS_PER_UID", "64"),
+            ("limits.max-open-handles-per-uid", "--limits-max-open-handles-per-uid",
+             "PROTD_LIMITS_MAX_OPEN_HANDLES_PER_UID", "4096"),
+            ("limits.max-subscribers-per-uid", "--limits-max-subscribers-per-uid",
+             "PROTD_LIMITS_MAX_SUBSCRIBERS_PER_UID", "16"),
+            ("limits.quota-bytes-per-uid", "--limits-quota-bytes-per-uid", "PROTD_LIMITS_QUOTA_BYTES_PER_UID", "0"),
+            ("limits.quota-files-per-uid", "--limits-quota-files-per-uid", "PROTD_LIMITS_QUOTA_FILES_PER_UID", "0"),
         ]
         for entry in keys {
             #expect(usage.contains("key \(entry.key), env \(entry.variable), "), "usage misses \(entry.key)")

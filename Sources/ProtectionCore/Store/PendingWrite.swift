@@ -13,6 +13,8 @@ public final class PendingWrite: @unchecked Sendable {
     private let writer: SegmentStreamWriter
     private let durable: Bool
     private var done = false
+    /// The write's share of the namespace's quota; nil when none is set.
+    var quotaCharge: QuotaCharge?
 
     init(name: FileName, protection: ProtectionClass, transaction: AtomicFileTransaction, writer: SegmentStreamWriter,
          durable: Bool) {
@@ -33,6 +35,7 @@ public final class PendingWrite: @unchecked Sendable {
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
         guard !done else { throw ProtectionError(.handleClosed, "the write of \(name) is already finished") }
         do {
+            try quotaCharge?.grow(toSize: writer.size + bytes.count)
             try ProtectionError.translating { try writer.append(bytes) }
         } catch {
             abort()
@@ -56,8 +59,10 @@ public final class PendingWrite: @unchecked Sendable {
         } catch {
             writer.discard()
             transaction.abort()
+            quotaCharge?.cancel()
             throw error
         }
+        quotaCharge?.finish(size: writer.size)
         return writer.size
     }
 
@@ -70,6 +75,7 @@ public final class PendingWrite: @unchecked Sendable {
         done = true
         writer.discard()
         transaction.abort()
+        quotaCharge?.cancel()
     }
 
     deinit { abort() }

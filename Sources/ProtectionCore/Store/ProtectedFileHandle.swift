@@ -16,13 +16,16 @@ public final class ProtectedFileHandle: Sendable {
     private let file: SharedOpenFile
     private let closed = LockedState(false)
     private let onClose: @Sendable (UInt64) -> Void
+    /// Charged for what writes add to the file.
+    private let quota: NamespaceQuota
 
-    init(id: UInt64, name: FileName, namespace: Namespace, file: SharedOpenFile,
+    init(id: UInt64, name: FileName, namespace: Namespace, file: SharedOpenFile, quota: NamespaceQuota,
          onClose: @escaping @Sendable (UInt64) -> Void) {
         self.id = id
         self.name = name
         self.namespace = namespace
         self.file = file
+        self.quota = quota
         self.onClose = onClose
     }
 
@@ -44,13 +47,15 @@ public final class ProtectedFileHandle: Sendable {
 
     /// Writes `bytes` at `offset`, growing the file (zeros fill a gap).
     public func write(_ bytes: [UInt8], at offset: Int) throws {
-        try withFile { file in try bytes.withUnsafeBytes { try file.write($0, at: offset) } }
+        try withFile(growingTo: { max($0.size, offset.addingReportingOverflow(bytes.count).partialValue) }) { file in
+            try bytes.withUnsafeBytes { try file.write($0, at: offset) }
+        }
     }
 
     /// Writes `bytes` at the end; returns the new size.
     @discardableResult
     public func append(_ bytes: [UInt8]) throws -> Int {
-        try withFile { file in
+        try withFile(growingTo: { $0.size + bytes.count }) { file in
             try bytes.withUnsafeBytes { try file.write($0, at: file.size) }
             return file.size
         }
@@ -58,7 +63,7 @@ public final class ProtectedFileHandle: Sendable {
 
     /// Cuts or zero-extends the file to `size` bytes.
     public func truncate(to size: Int) throws {
-        try withFile { try $0.truncate(to: size) }
+        try withFile(growingTo: { _ in size }) { try $0.truncate(to: size) }
     }
 
     /// The plaintext size in bytes.
@@ -90,6 +95,17 @@ public final class ProtectedFileHandle: Sendable {
     private func withFile<R>(_ body: (EncryptedFile) throws -> R) throws -> R {
         try checkNotClosed()
         return try file.perform(on: name, body)
+    }
+
+    /// `withFile` for a call that may grow the file to `newSize`: the
+    /// growth is charged to the namespace's quota first. A size the format
+    /// cannot hold is not charged: the call fails with `invalidArgument`.
+    private func withFile<R>(growingTo newSize: (EncryptedFile) -> Int, _ body: (EncryptedFile) throws -> R) throws -> R {
+        try withFile { file in
+            let size = newSize(file)
+            let charged = (0...EncryptedFile.maximumSize).contains(size) ? size : file.size
+            return try quota.charging(namespace, from: file.size, to: charged, resultingSize: { file.size }) { try body(file) }
+        }
     }
 
     private func checkNotClosed() throws {

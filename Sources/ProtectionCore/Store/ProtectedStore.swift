@@ -48,6 +48,8 @@ public final class ProtectedStore: Sendable {
     private let configuration: StoreConfiguration
     private let directoryLock: StateDirectoryLock
     private let notify: @Sendable (DeviceSecretNotice) -> Void
+    /// Storage quotas per namespace (`NamespaceQuota`).
+    private let quota: NamespaceQuota
 
     /// Opens the state directory, creating the device secret and key bag on
     /// first use. The store starts in `beforeFirstUnlock` when a passcode
@@ -83,6 +85,9 @@ public final class ProtectedStore: Sendable {
         self.notify = notify
         files = FileStore(root: configuration.stateDirectory + "/store")
         self.configuration = configuration
+        quota = NamespaceQuota(configuration.quota) { [files, state] namespace in
+            NamespaceQuota.amount(of: try files.list(in: namespace, prefix: "", openFile: Self.openFileAttributes(in: state)))
+        }
         try files.removeLeftoverTemporaryFiles()
     }
 
@@ -198,7 +203,7 @@ public final class ProtectedStore: Sendable {
     /// passcode, files removed.
     private func completingErase<R>(_ body: (inout State) throws -> R) throws -> R {
         var erased = false
-        defer { if erased { try? files.removeEverything() } }
+        defer { if erased { try? files.removeEverything(); quota.forgetAll() } }
         return try state.withLock { state in
             do {
                 return try body(&state)
@@ -219,6 +224,7 @@ public final class ProtectedStore: Sendable {
     /// files fails after the keys were replaced, the erase happened all
     /// the same: its events wait in `takeUndeliveredEvents()`.
     public func erase() throws -> [ProtectionEvent] {
+        defer { quota.forgetAll() }
         var cleanupError: (any Error)?
         let events = try state.withLock { state in
             invalidateHandles(in: &state) { _ in true }
@@ -271,6 +277,9 @@ public final class ProtectedStore: Sendable {
     ) throws -> PendingWrite {
         let keys = currentKeys()
         let path = try files.pathCreatingParents(for: name, in: namespace)
+        // Quota (NamespaceQuota): a new file counts now, its bytes as they come.
+        let quotaCharge = quota.charge(replacing: path, in: namespace) { try? attributes(of: name, in: namespace).size }
+        try quotaCharge?.grow(toSize: 0)
         let transaction = try files.atomicWriter(for: namespace).begin(target: path)
         let writer = try ProtectionError.translating {
             try SegmentStreamWriter(fd: transaction.fd, path: transaction.temporaryPath, protection: protection,
@@ -278,6 +287,7 @@ public final class ProtectedStore: Sendable {
         }
         let pending = PendingWrite(name: name, protection: protection, transaction: transaction, writer: writer,
                                    durable: durable)
+        pending.quotaCharge = quotaCharge
         try state.withLock { state in
             // A class A write may not start after its key is gone.
             if protection == .complete && state.keyBag.keys.a == nil {
@@ -346,6 +356,9 @@ public final class ProtectedStore: Sendable {
         // existing file leaves the tree as it is (and costs no mkdir).
         let path = mode == .existing ? try files.path(for: name, in: namespace)
                                      : try files.pathCreatingParents(for: name, in: namespace)
+        // Quota (NamespaceQuota): a create holds one more file until the open ends.
+        let creation = mode == .existing ? nil : try quota.charge(creating: path, in: namespace)
+        defer { creation?.finish(size: Posix.exists(path) ? 0 : nil) }
         let exists = Posix.exists(path)
         let fd: Int32
         let protection: ProtectionClass?
@@ -425,7 +438,12 @@ public final class ProtectedStore: Sendable {
 
     /// Deletes `name`; works in every state.
     public func delete(_ name: FileName, in namespace: Namespace) throws {
+        // Quota (NamespaceQuota): the file's bytes and place are given back.
+        let quotaCharge = quota.charge(replacing: try files.path(for: name, in: namespace), in: namespace) {
+            try? attributes(of: name, in: namespace).size
+        }
         try files.delete(name, in: namespace)
+        quotaCharge?.finish(size: nil)
     }
 
     /// Handles currently open.
@@ -496,7 +514,12 @@ public final class ProtectedStore: Sendable {
     /// Class and size of the inode `identity` as its shared file knows
     /// them after its last finished call, or `nil` when it is not open.
     private func openFileAttributes(_ identity: FileIdentity) -> (protection: ProtectionClass, size: Int)? {
-        state.withLock { $0.openFiles[identity]?.file }?.currentAttributes
+        Self.openFileAttributes(in: state)(identity)
+    }
+
+    /// `openFileAttributes` of the store whose state is `state`.
+    private static func openFileAttributes(in state: LockedState<State>) -> FileStore.OpenFileAttributes {
+        { identity in state.withLock { $0.openFiles[identity]?.file }?.currentAttributes }
     }
 
     /// Adds a handle on `shared`, which the caller opened (finding the
@@ -520,7 +543,7 @@ public final class ProtectedStore: Sendable {
             entry.handles.insert(id)
             state.openFiles[shared.identity] = entry
             state.handleFiles[id] = shared.identity
-            return ProtectedFileHandle(id: id, name: name, namespace: namespace, file: shared) { [weak self] id in
+            return ProtectedFileHandle(id: id, name: name, namespace: namespace, file: shared, quota: quota) { [weak self] id in
                 self?.handleClosed(id)
             }
         }

@@ -18,6 +18,8 @@ public struct StoreConfiguration: Sendable {
     public var segmentSize: Int
     /// The cipher of new files' segments.
     public var cipher: ContentCipher
+    /// Storage limits per namespace; none by default.
+    public var quota: StorageQuota
 
     /// A configuration with protd's defaults: device secret in
     /// `stateDirectory/device-key`, interactive Argon2id cost, the standard
@@ -30,7 +32,8 @@ public struct StoreConfiguration: Sendable {
         passcodeCost: Argon2id.Cost = .interactive,
         failedAttemptPolicy: FailedAttemptPolicy = .standard,
         segmentSize: Int = 64 * 1024,
-        cipher: ContentCipher = .preferred
+        cipher: ContentCipher = .preferred,
+        quota: StorageQuota = StorageQuota()
     ) {
         self.stateDirectory = stateDirectory
         self.deviceSecret = deviceSecret ?? .file(path: stateDirectory + "/device-key")
@@ -39,6 +42,7 @@ public struct StoreConfiguration: Sendable {
         self.failedAttemptPolicy = failedAttemptPolicy
         self.segmentSize = segmentSize
         self.cipher = cipher
+        self.quota = quota
     }
 }
 

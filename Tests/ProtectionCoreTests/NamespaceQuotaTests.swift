@@ -1,0 +1,82 @@
+import ProtectionCore
+import ProtectionTestSupport
+import Sodium
+import Testing
+
+@Suite("Storage quotas per namespace")
+struct NamespaceQuotaTests {
+    /// A store with `quota` in a fresh directory, and `body` run on it.
+    private func withStore(_ quota: StorageQuota, _ body: (ProtectedStore) throws -> Void) throws {
+        let directory = try TemporaryDirectory("quota")
+        defer { directory.remove() }
+        let store = try ProtectedStore(configuration: StoreConfiguration(stateDirectory: directory.path,
+                                                                         passcodeCost: .minimum, quota: quota))
+        defer { store.shutdown() }
+        try body(store)
+    }
+
+    private func code(_ body: () throws -> Void) -> ProtectionError.Code? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return (error as? ProtectionError)?.code
+        }
+    }
+
+    let alice = Namespace(uid: 1000), bob = Namespace(uid: 1001)
+    let name = { (text: String) in try! FileName(text) }
+
+    @Test("each namespace has its own quota; a refused write leaves the old content")
+    func namespacesApart() throws {
+        try withStore(StorageQuota(bytes: 1000)) { store in
+            try store.write([UInt8](repeating: 1, count: 900), to: name("a"), in: alice, protection: .none)
+            try store.write([UInt8](repeating: 2, count: 900), to: name("a"), in: bob, protection: .none)
+            #expect(code { try store.write([UInt8](repeating: 3, count: 200), to: name("b"), in: alice) } == .quotaExceeded)
+            #expect(code { try store.write([UInt8](repeating: 3, count: 1001), to: name("a"), in: alice) } == .quotaExceeded)
+            #expect(try store.read(name("a"), in: alice) == [UInt8](repeating: 1, count: 900))
+            #expect(try store.list(in: alice).map(\.name.value) == ["a"])
+        }
+    }
+
+    @Test("delete and shrinking give room back; a handle's growth is charged, its overwrite is not")
+    func deleteAndHandles() throws {
+        try withStore(StorageQuota(bytes: 1000, files: 2)) { store in
+            let handle = try store.open(name("h"), in: alice, mode: .createNew(.none))
+            defer { handle.close() }
+            try handle.append([UInt8](repeating: 1, count: 600))
+            try store.write([UInt8](repeating: 2, count: 400), to: name("w"), in: alice, protection: .none)
+            #expect(code { try handle.append([9]) } == .quotaExceeded)
+            #expect(code { _ = try store.open(name("x"), in: alice, mode: .createNew(.none)) } == .quotaExceeded)
+            try handle.write([7, 7], at: 0)
+            #expect(code { try handle.write([7], at: Int.max) } == .invalidArgument)
+            try handle.truncate(to: 500)
+            try handle.append([UInt8](repeating: 3, count: 100))
+            #expect(try handle.size() == 600)
+            try store.delete(name("w"), in: alice)
+            try store.write([UInt8](repeating: 4, count: 400), to: name("v"), in: alice, protection: .none)
+        }
+    }
+
+    @Test("a count that drifted (a handle writing to a deleted file) is corrected by listing before a refusal")
+    func driftIsCorrected() throws {
+        try withStore(StorageQuota(bytes: 1000)) { store in
+            let orphan = try store.open(name("gone"), in: alice, mode: .createNew(.none))
+            defer { orphan.close() }
+            try orphan.append([UInt8](repeating: 1, count: 500))
+            try store.delete(name("gone"), in: alice)
+            try orphan.append([UInt8](repeating: 1, count: 400))
+            try store.write([UInt8](repeating: 2, count: 1000), to: name("full"), in: alice, protection: .none)
+        }
+    }
+
+    @Test("an erase empties the count")
+    func eraseEmptiesTheCount() throws {
+        try withStore(StorageQuota(files: 1)) { store in
+            try store.write([1], to: name("one"), in: alice, protection: .none)
+            #expect(code { try store.write([2], to: name("two"), in: alice, protection: .none) } == .quotaExceeded)
+            _ = try store.erase()
+            try store.write([2], to: name("two"), in: alice, protection: .none)
+        }
+    }
+}

@@ -128,6 +128,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "protd-crash-probe",
+            dependencies: ["ProtectionCore", "Sodium"],
+            path: "Tests/CrashProbe",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "protd-client-probe",
             dependencies: ["DataProtection"],
             path: "Tests/ClientProbe",

@@ -62,7 +62,7 @@ public final class Daemon: Service {
             do {
                 opening = .success(try ProtectedStore(configuration: storeConfiguration) { [logger] notice in
                     let level: Logger.Level = notice.isFailure ? .warning : .notice
-                    logger.log(level: level, "device secret: \(notice)")
+                    logger.log(level: level, "\(notice)")
                 })
             } catch {
                 opening = .failure(DaemonFault(openingStateFailedWith: error, in: configuration.stateDirectory))

@@ -59,6 +59,19 @@ struct FaultStateEndToEndTests {
         #expect(daemon.stop()?.status == 0)
     }
 
+    @Test("a key bag deleted while files exist is not replaced: status reports the fault, and no new key bag is made")
+    func missingKeyBagBesideFiles() async throws {
+        let keyBag = { (daemon: DaemonProcess) in daemon.stateDirectory + "/keybag" }
+        let daemon = try await damagedDaemon { daemon in try FileManager.default.removeItem(atPath: keyBag(daemon)) }
+        defer { daemon.stop() }
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let fault = try #require(try await client.status().fault)
+        #expect(fault.contains("the key bag \(keyBag(daemon)) is missing") && fault.contains("restore the key bag"))
+        await #expect(throws: DataProtectionError.self) { _ = try await client.file("kept").read() }
+        await client.close()
+        #expect(!FileManager.default.fileExists(atPath: keyBag(daemon)), "a fresh key bag replaced the lost one")
+    }
+
     @Test("a state directory that cannot be opened: status reports the fault, requests fail with ioFailure")
     func unusableStateDirectory() async throws {
         let daemon = try await damagedDaemon { daemon in

@@ -179,7 +179,9 @@ struct ProtctlEndToEndTests {
         }
         let limited = try run(daemon, ["unlock", "--stdin"], input: "right")
         #expect(limited.status == 75)
-        #expect(limited.stderr.contains("wait 1 minute before trying again"), "\(limited.stderr)")
+        // A loaded machine may take a second between the fifth failure and this try.
+        #expect(["wait 1 minute before", "wait 59 seconds before"].contains { limited.stderr.contains($0) },
+                "\(limited.stderr)")
         try daemon.restart()
         #expect(try run(daemon, ["unlock", "--stdin"], input: "right").status == 75)
         #expect(try run(daemon, ["--json", "status"]).json?["retryAfterSeconds"] as? Int ?? 0 > 0)

@@ -58,9 +58,9 @@ struct DeviceSecretMigrationTests {
 
     /// What the store reported, in order.
     final class Notices: Sendable {
-        private let list = Mutex<[DeviceSecretNotice]>([])
-        var all: [DeviceSecretNotice] { list.withLock { $0 } }
-        var record: @Sendable (DeviceSecretNotice) -> Void { { notice in self.list.withLock { $0.append(notice) } } }
+        private let list = Mutex<[StoreNotice]>([])
+        var all: [StoreNotice] { list.withLock { $0 } }
+        var record: @Sendable (StoreNotice) -> Void { { notice in self.list.withLock { $0.append(notice) } } }
     }
 
     private func secret(_ text: String) -> SecretBytes { StoreFixture.secret(text) }

@@ -27,7 +27,7 @@ struct DeviceSecretMigration {
     /// one thrown when neither opens it.
     static func openKeyBag(
         target: DeviceSecret.Source, former: DeviceSecret.Source?,
-        notify: (DeviceSecretNotice) -> Void, make: (SecretBytes) throws -> KeyBag
+        notify: (StoreNotice) -> Void, make: (SecretBytes) throws -> KeyBag
     ) throws -> (KeyBag, pending: DeviceSecretMigration?) {
         let targetSecret = try DeviceSecret.load(from: target)
         do {
@@ -50,7 +50,7 @@ struct DeviceSecretMigration {
     /// just verified, when one is set), then destroys the former secret
     /// file. Returns false when the rewrap failed: the key bag is unchanged
     /// and the migration is still to do.
-    func complete(_ keyBag: KeyBag, passcode: SecretBytes?, notify: (DeviceSecretNotice) -> Void) -> Bool {
+    func complete(_ keyBag: KeyBag, passcode: SecretBytes?, notify: (StoreNotice) -> Void) -> Bool {
         do {
             try keyBag.changeDeviceSecret(to: target, passcode: passcode)
         } catch {
@@ -64,7 +64,7 @@ struct DeviceSecretMigration {
     }
 
     /// Destroys a former secret file the key bag no longer needs.
-    private static func removeLeftover(_ former: DeviceSecret.Source, notify: (DeviceSecretNotice) -> Void) {
+    private static func removeLeftover(_ former: DeviceSecret.Source, notify: (StoreNotice) -> Void) {
         guard case .file(let path) = former, Posix.exists(path) else { return }
         do {
             try DeviceSecret.destroy(former)
@@ -72,41 +72,5 @@ struct DeviceSecretMigration {
         } catch {
             notify(.failed("the former device secret \(path) could not be removed; the next start tries again: \(error)"))
         }
-    }
-}
-
-/// What protd did about its device secret, for the log. Paths and reasons
-/// only, never a secret.
-public enum DeviceSecretNotice: Sendable, Equatable, CustomStringConvertible {
-    /// The key bag was rewrapped under the configured device secret; it
-    /// had been under the one at this path.
-    case migrated(former: String)
-    /// The key bag is under the former device secret at this path: a
-    /// passcode is set, so the rewrap waits for the next unlock.
-    case pendingUntilUnlock(former: String)
-    /// A former device secret file, which nothing needs any more, was
-    /// overwritten and removed.
-    case destroyedFormer(String)
-    /// A step failed; what is on disk still opens, and it is tried again.
-    case failed(String)
-
-    public var description: String {
-        switch self {
-        case .migrated(let former):
-            "rewrapped the key bag under the configured device secret (it was under \(former))"
-        case .pendingUntilUnlock(let former):
-            "the key bag is under the former device secret \(former); a passcode is set, "
-                + "so it is rewrapped under the configured one at the next unlock"
-        case .destroyedFormer(let path):
-            "overwrote and removed the former device secret \(path), which the key bag no longer needs"
-        case .failed(let reason):
-            "changing the device secret did not finish: \(reason)"
-        }
-    }
-
-    /// Whether this is a failure (logged as a warning).
-    public var isFailure: Bool {
-        if case .failed = self { return true }
-        return false
     }
 }

@@ -110,6 +110,25 @@ struct FileStore: Sendable {
         return results.sorted { $0.name < $1.name }
     }
 
+    /// Whether any namespace holds a regular file (stops at the first).
+    func holdsAnyFile() throws -> Bool {
+        guard Posix.exists(root) else { return false }
+        func holdsFile(_ directory: String) throws -> Bool {
+            for entry in try Posix.listDirectory(directory) {
+                var info = stat()
+                guard lstat(directory + "/" + entry, &info) == 0 else { continue }
+                if (info.st_mode & S_IFMT) == S_IFREG { return true }
+                if (info.st_mode & S_IFMT) == S_IFDIR, try holdsFile(directory + "/" + entry) { return true }
+            }
+            return false
+        }
+        for uid in try Posix.listDirectory(root) where UInt32(uid) != nil {
+            let files = "\(root)/\(uid)/files"
+            if Posix.exists(files), try holdsFile(files) { return true }
+        }
+        return false
+    }
+
     /// Removes `name`; `notFound` when there is none.
     func delete(_ name: FileName, in namespace: Namespace) throws {
         let path = try path(for: name, in: namespace)
@@ -120,23 +139,25 @@ struct FileStore: Sendable {
         try Posix.unlink(path)
     }
 
-    /// Removes what whole-file writes interrupted by a crash (or
-    /// `kill -9`) left in each namespace's scratch directory: regular
+    /// Removes what creates and whole-file writes interrupted by a crash
+    /// (or `kill -9`) left in each namespace's scratch directory: regular
     /// files named like `AtomicFileWriter`'s temporary files, nothing
-    /// else, following no symlink. Only while no write is in progress (at
-    /// start).
-    func removeLeftoverTemporaryFiles() throws {
-        guard let rootFD = try Posix.openDirectory(root) else { return }
+    /// else, following no symlink; returns how many. Only while no write
+    /// is in progress (at start).
+    func removeLeftoverTemporaryFiles() throws -> Int {
+        guard let rootFD = try Posix.openDirectory(root) else { return 0 }
         defer { close(rootFD) }
+        var removed = 0
         for uid in try Posix.listDirectory(rootFD, path: root) where UInt32(uid) != nil {
             guard let namespaceFD = try Posix.openDirectory(uid, in: rootFD) else { continue }
             defer { close(namespaceFD) }
             guard let scratchFD = try Posix.openDirectory("tmp", in: namespaceFD) else { continue }
             defer { close(scratchFD) }
-            try Posix.removeFiles(in: scratchFD, path: "tmp") {
+            removed += try Posix.removeFiles(in: scratchFD, path: "tmp") {
                 SecureRandomName.matches($0, prefix: AtomicFileWriter.temporaryPrefix)
             }
         }
+        return removed
     }
 
     /// Removes every namespace and file (erase).

@@ -47,7 +47,7 @@ public final class ProtectedStore: Sendable {
     }
     private let configuration: StoreConfiguration
     private let directoryLock: StateDirectoryLock
-    private let notify: @Sendable (DeviceSecretNotice) -> Void
+    private let notify: @Sendable (StoreNotice) -> Void
     /// Storage quotas per namespace (`NamespaceQuota`).
     private let quota: NamespaceQuota
 
@@ -57,7 +57,7 @@ public final class ProtectedStore: Sendable {
     /// `configuration.formerDeviceSecret` is moved to the configured one
     /// (`DeviceSecretMigration`); `notify` hears what was done, to log it.
     public init(configuration: StoreConfiguration, clock: any WallClock = SystemWallClock(),
-                notify: @escaping @Sendable (DeviceSecretNotice) -> Void = { _ in }) throws {
+                notify: @escaping @Sendable (StoreNotice) -> Void = { _ in }) throws {
         guard SegmentLayout.allowedSegmentSizes.contains(configuration.segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes) bytes")
         }
@@ -72,6 +72,8 @@ public final class ProtectedStore: Sendable {
         // whatever temporary file is there was left by a write that a crash
         // or kill interrupted.
         try Self.removeStateTemporaryFiles(configuration)
+        let files = FileStore(root: configuration.stateDirectory + "/store")
+        try KeyBagFileCheck.verify(keyBag: configuration.stateDirectory + "/keybag", files: files, notify: notify)
         let (keyBag, migration) = try DeviceSecretMigration.openKeyBag(
             target: configuration.deviceSecret, former: configuration.formerDeviceSecret, notify: notify
         ) { deviceSecret in
@@ -83,12 +85,13 @@ public final class ProtectedStore: Sendable {
         state = LockedState(State(keyBag: keyBag, machine: LockStateMachine(passcodeSet: keyBag.hasPasscode),
                                   deviceSecretMigration: migration))
         self.notify = notify
-        files = FileStore(root: configuration.stateDirectory + "/store")
+        self.files = files
         self.configuration = configuration
         quota = NamespaceQuota(configuration.quota) { [files, state] namespace in
             NamespaceQuota.amount(of: try files.list(in: namespace, prefix: "", openFile: Self.openFileAttributes(in: state)))
         }
-        try files.removeLeftoverTemporaryFiles()
+        let interrupted = try files.removeLeftoverTemporaryFiles()
+        if interrupted > 0 { notify(.removedInterruptedWrites(interrupted)) }
     }
 
     /// Removes the temporary files of interrupted key bag and device
@@ -359,55 +362,87 @@ public final class ProtectedStore: Sendable {
         // Quota (NamespaceQuota): a create holds one more file until the open ends.
         let creation = mode == .existing ? nil : try quota.charge(creating: path, in: namespace)
         defer { creation?.finish(size: Posix.exists(path) ? 0 : nil) }
-        let exists = Posix.exists(path)
+        switch mode {
+        case .existing:
+            if let handle = try openExisting(name, at: path, in: namespace) { return handle }
+        case .createNew(let protection):
+            return try create(name, at: path, in: namespace, protection: protection)
+        case .openOrCreate(let protection):
+            if let handle = try openExisting(name, at: path, in: namespace) { return handle }
+            do {
+                return try create(name, at: path, in: namespace, protection: protection)
+            } catch let error as ProtectionError where error.code == .alreadyExists {
+                // Someone else created it meanwhile: theirs is opened.
+                if let handle = try openExisting(name, at: path, in: namespace) { return handle }
+            }
+        }
+        throw ProtectionError(.notFound, "no file named \(name)")
+    }
+
+    /// A handle on the existing file `path`; nil when there is none.
+    private func openExisting(_ name: FileName, at path: String, in namespace: Namespace) throws -> ProtectedFileHandle? {
         let fd: Int32
-        let protection: ProtectionClass?
-        switch (mode, exists) {
-        case (.existing, false):
-            throw ProtectionError(.notFound, "no file named \(name)")
-        case (.createNew, true):
-            throw ProtectionError(.alreadyExists, "a file named \(name) already exists")
-        case (.existing, true), (.openOrCreate, true):
-            fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
-            protection = nil
-        case (.createNew(let newProtection), false), (.openOrCreate(let newProtection), false):
-            fd = try Posix.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
-            protection = newProtection
-        }
-        let identity: FileIdentity
         do {
-            identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
-        } catch {
-            close(fd)
-            if protection != nil { unlink(path) }
-            throw error
-        }
-        var ownsFD = true
-        var handedOut = false
-        defer {
-            if ownsFD { close(fd) }
-            // A file this call created but could not hand out goes, unless
-            // the name meanwhile names another file (an erase or delete,
-            // then someone else's create).
-            if protection != nil && !handedOut { identity.unlink(ifStillNamedBy: path) }
+            fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
+        } catch let error as ProtectionError where error.code == .notFound {
+            return nil
         }
         let keys = currentKeys()
+        return try handOut(fd, at: path, name: name, in: namespace, creating: false) {
+            try EncryptedFile.open(fd: fd, path: path, keys: keys)
+        }
+    }
+
+    /// Creates `name` atomically: the new file gets its header (and empty
+    /// final segment) as a temporary file, fsynced, and only then its name,
+    /// which must be free (`alreadyExists`). So nobody, not a reader and
+    /// not a restart after a crash, ever sees the name on a file without a
+    /// valid header. The name is given under the file's lock, so a file
+    /// that a lock or erase invalidated meanwhile never gets it. Creating
+    /// needs only the key that wraps (the public key for class B).
+    private func create(_ name: FileName, at path: String, in namespace: Namespace,
+                        protection: ProtectionClass) throws -> ProtectedFileHandle {
+        let (fd, temporary) = try files.atomicWriter(for: namespace).createTemporary()
+        defer { unlink(temporary) }
+        let keys = currentKeys()
+        return try handOut(fd, at: path, name: name, in: namespace, creating: true, open: {
+            try EncryptedFile.create(fd: fd, path: path, protection: protection, format: format, keys: keys)
+        }, publish: {
+            try AtomicFileWriter.flushTemporary(temporary)
+            return { try AtomicFileWriter.publish(temporary, as: path) }
+        })
+    }
+
+    /// Hands out a handle on the file open in `fd` (which it owns from
+    /// now on): `open` makes its `EncryptedFile`, serialised with the
+    /// inode's other users; for a new file, `publish` then prepares (with
+    /// no lock held) the step that names it, which runs under the file's
+    /// lock unless the file was invalidated meanwhile. A new file that
+    /// cannot be handed out is removed again, unless its name meanwhile
+    /// names another file (a delete, then someone else's create).
+    private func handOut(_ fd: Int32, at path: String, name: FileName, in namespace: Namespace, creating: Bool,
+                         open: () throws -> EncryptedFile,
+                         publish: () throws -> (() throws -> Void) = { {} }) throws -> ProtectedFileHandle {
+        var ownsFD = true
+        defer { if ownsFD { close(fd) } }
+        let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
         let shared = joinSharedFile(identity)
         defer { leaveSharedFile(shared) }
-        let currentProtection = try shared.join(on: name, creating: protection != nil, open: {
-            let file: EncryptedFile
-            if let protection {
-                file = try EncryptedFile.create(fd: fd, path: path, protection: protection,
-                                                format: format, keys: keys)
-            } else {
-                file = try EncryptedFile.open(fd: fd, path: path, keys: keys)
-            }
+        let protection = try shared.join(on: name, creating: creating, open: {
+            let file = try open()
             ownsFD = false
             return file
         }) { $0.header.protection }
-        let handle = try register(shared, protection: currentProtection, name: name, namespace: namespace)
-        handedOut = true
-        return handle
+        if creating {
+            let giveName = try publish()
+            try shared.perform(on: name) { _ in try giveName() }
+        }
+        do {
+            return try register(shared, protection: protection, name: name, namespace: namespace)
+        } catch {
+            if creating { identity.unlink(ifStillNamedBy: path) }
+            throw error
+        }
     }
 
     /// The class of `name`, from its header; works in every state.

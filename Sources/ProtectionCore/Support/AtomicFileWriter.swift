@@ -18,6 +18,29 @@ struct AtomicFileWriter {
         return AtomicFileTransaction(fd: fd, temporaryPath: temporary, targetPath: path)
     }
 
+    /// Creates an empty temporary file, open read-write, for a new file
+    /// that `publish` gives its name once it holds something readable.
+    func createTemporary() throws -> (fd: Int32, path: String) {
+        let temporary = scratchDirectory + "/" + Self.temporaryPrefix + (try SecureRandomName.make())
+        return (try Posix.open(temporary, O_RDWR | O_CREAT | O_EXCL, mode: 0o600), temporary)
+    }
+
+    /// Makes what was written to the temporary file `temporary` durable,
+    /// through a descriptor of its own (the caller's may be closed by then).
+    static func flushTemporary(_ temporary: String) throws {
+        let fd = try Posix.open(temporary, O_RDONLY | O_NOFOLLOW)
+        defer { close(fd) }
+        try Posix.fsync(fd, path: temporary)
+    }
+
+    /// Names the temporary file `temporary` `path`, which must be free
+    /// (`alreadyExists` otherwise: nothing is replaced), then removes the
+    /// temporary name.
+    static func publish(_ temporary: String, as path: String) throws {
+        try Posix.link(temporary, path)
+        try? Posix.unlink(temporary)
+    }
+
     /// Removes the temporary files that writes interrupted by a crash
     /// (or `kill -9`) left in the scratch directory. Only for when no write
     /// can be in progress there: at start, or under the lock writers take.

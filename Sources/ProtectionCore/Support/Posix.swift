@@ -1,6 +1,7 @@
 internal import Glibc
 #if DEBUG
 internal import Sodium
+internal import Synchronization
 #endif
 
 /// Thin, typed wrappers over the POSIX calls the store uses. Each failure
@@ -30,11 +31,26 @@ package enum Posix {
     private static let ioInsideKeyWindow = ThreadLocalCounter()
     #endif
 
-    /// Counts a disk I/O call made inside a key window (debug builds only).
+    #if DEBUG
+    /// Debug builds only, for crash tests: with N > 0, the process exits
+    /// (`_exit(86)`, no cleanup, like `kill -9`) just before its Nth disk
+    /// I/O call from now on.
+    package static func exitBeforeDiskIOCall(_ n: Int) {
+        exitBeforeDiskIOCallCountdown.store(n, ordering: .relaxed)
+    }
+    private static let exitBeforeDiskIOCallCountdown = Atomic<Int>(0)
+    #endif
+
+    /// Counts a disk I/O call made inside a key window, and is the crash
+    /// point of `exitBeforeDiskIOCall` (debug builds only).
     @inline(__always)
     private static func noteDiskIO() {
         #if DEBUG
         if SecretBytes.keyWindowsOpenOnThisThread > 0 { ioInsideKeyWindow.add(1) }
+        if exitBeforeDiskIOCallCountdown.load(ordering: .relaxed) > 0,
+           exitBeforeDiskIOCallCountdown.subtract(1, ordering: .relaxed).newValue == 0 {
+            _exit(86)
+        }
         #endif
     }
 
@@ -122,11 +138,20 @@ package enum Posix {
 
     /// `rename`, atomic within one file system.
     static func rename(_ from: String, _ to: String) throws {
+        noteDiskIO()
         guard Glibc.rename(from, to) == 0 else { throw error("rename", to) }
+    }
+
+    /// Gives the file at `existing` the name `new` too; `alreadyExists`
+    /// when `new` is taken (never replaced). Atomic within one file system.
+    static func link(_ existing: String, _ new: String) throws {
+        noteDiskIO()
+        guard Glibc.link(existing, new) == 0 else { throw error("create", new) }
     }
 
     /// Removes a file; a missing file is `notFound`.
     static func unlink(_ path: String) throws {
+        noteDiskIO()
         guard Glibc.unlink(path) == 0 else { throw error("delete", path) }
     }
 
@@ -224,8 +249,9 @@ package enum Posix {
     /// Removes the regular files directly in the open directory `fd` whose
     /// names `matches` accepts, and makes that durable (fsync of the
     /// directory, when something went). Symlinks and other entries are
-    /// left alone (and never followed).
-    static func removeFiles(in fd: Int32, path: String, where matches: (String) -> Bool) throws {
+    /// left alone (and never followed). Returns how many went.
+    @discardableResult
+    static func removeFiles(in fd: Int32, path: String, where matches: (String) -> Bool) throws -> Int {
         var removed = 0
         for name in try listDirectory(fd, path: path) where matches(name) {
             var info = stat()
@@ -237,6 +263,7 @@ package enum Posix {
             }
         }
         if removed > 0 { try fsync(fd, path: path) }
+        return removed
     }
 
     /// Removes the regular files directly in `directory` (a configured

@@ -1,0 +1,50 @@
+/// What the store did on its own while opening or running, for the log:
+/// a device secret change, a key bag's permissions put right, leftovers of
+/// interrupted creates removed. Paths, modes and counts only, never a
+/// secret.
+public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
+    /// The key bag was rewrapped under the configured device secret; it
+    /// had been under the one at this path.
+    case migrated(former: String)
+    /// The key bag is under the former device secret at this path: a
+    /// passcode is set, so the rewrap waits for the next unlock.
+    case pendingUntilUnlock(former: String)
+    /// A former device secret file, which nothing needs any more, was
+    /// overwritten and removed.
+    case destroyedFormer(String)
+    /// A device secret change step failed; what is on disk still opens,
+    /// and it is tried again.
+    case failed(String)
+    /// The key bag at this path could be read or written by others (this
+    /// mode); it was set to 0600.
+    case keyBagModeFixed(path: String, mode: UInt32)
+    /// Temporary files of this many creates and whole-file writes that a
+    /// crash or kill interrupted were removed at start.
+    case removedInterruptedWrites(Int)
+
+    public var description: String {
+        switch self {
+        case .migrated(let former):
+            "device secret: rewrapped the key bag under the configured device secret (it was under \(former))"
+        case .pendingUntilUnlock(let former):
+            "device secret: the key bag is under the former device secret \(former); a passcode is set, "
+                + "so it is rewrapped under the configured one at the next unlock"
+        case .destroyedFormer(let path):
+            "device secret: overwrote and removed the former device secret \(path), which the key bag no longer needs"
+        case .failed(let reason):
+            "device secret: changing the device secret did not finish: \(reason)"
+        case .keyBagModeFixed(let path, let mode):
+            "the key bag \(path) had mode \(String(mode, radix: 8)), open to other users; set it to 600"
+        case .removedInterruptedWrites(let count):
+            "removed the temporary files of \(count) creates or writes that a crash or kill interrupted"
+        }
+    }
+
+    /// Whether this is a warning rather than a notice.
+    public var isFailure: Bool {
+        switch self {
+        case .failed, .keyBagModeFixed: true
+        default: false
+        }
+    }
+}

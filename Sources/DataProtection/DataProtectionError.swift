@@ -38,6 +38,10 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     /// A storage quota of this user (bytes or files) would be passed; the
     /// files keep what they had.
     case quotaExceeded(String)
+    /// A handle wrote the file in place while it was being read in
+    /// several chunks; the read stopped rather than mix two versions.
+    /// Read it again (`ProtectedFile.read()` does, a few times).
+    case fileChanged(String)
     /// The caller is not allowed to do this (lock, passwd and erase need privileges).
     case permissionDenied(String)
     /// One side sent something the other could not understand.
@@ -93,6 +97,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case cipherUnavailable
         /// See `DataProtectionError.quotaExceeded`.
         case quotaExceeded
+        /// See `DataProtectionError.fileChanged`.
+        case fileChanged
         /// See `DataProtectionError.permissionDenied`.
         case permissionDenied
         /// See `DataProtectionError.protocolError`.
@@ -136,6 +142,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .ioFailure: .ioFailure
         case .cipherUnavailable: .cipherUnavailable
         case .quotaExceeded: .quotaExceeded
+        case .fileChanged: .fileChanged
         case .permissionDenied: .permissionDenied
         case .protocolError: .protocolError
         case .unsupportedVersion: .unsupportedVersion
@@ -157,6 +164,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
              .rateLimited(_, let message), .erasedAfterFailedAttempts(let message), .noPasscodeSet(let message),
              .invalidArgument(let message), .handleClosed(let message), .keyBagCorrupt(let message),
              .ioFailure(let message), .cipherUnavailable(let message), .quotaExceeded(let message),
+             .fileChanged(let message),
              .permissionDenied(let message),
              .protocolError(let message), .unsupportedVersion(let message), .tooManyHandles(let message),
              .tooManyConnections(let message), .internalError(let message), .daemonUnavailable(let message),
@@ -209,6 +217,8 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
             "The file was written with a cipher this daemon cannot run; it is intact: read it with a protd whose CPU or libsodium has what the message names."
         case .quotaExceeded:
             "This user's storage quota is used up and nothing was changed; delete files, or ask an administrator for a larger quota."
+        case .fileChanged:
+            "The file was changed through a handle while it was being read; read it again."
         case .permissionDenied:
             "This user is not allowed to do that; ask an administrator."
         case .protocolError:
@@ -265,6 +275,7 @@ extension DataProtectionError {
         case .ioFailure: self = .ioFailure(message)
         case .cipherUnavailable: self = .cipherUnavailable(message)
         case .quotaExceeded: self = .quotaExceeded(message)
+        case .fileChanged: self = .fileChanged(message)
         case .permissionDenied: self = .permissionDenied(message)
         case .protocolError: self = .protocolError(message)
         case .unsupportedVersion: self = .unsupportedVersion(message)

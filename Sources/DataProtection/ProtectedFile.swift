@@ -121,7 +121,12 @@ public struct ProtectedFile: Sendable {
 
     // MARK: Whole-file and ranged reads
 
-    /// The file's whole content. For large files prefer `readChunks()`.
+    /// How many times `read()` and `read(range:)` try when a handle keeps
+    /// changing the file in place while they read (`fileChanged`).
+    static let readAttempts = 3
+
+    /// The file's whole content, as one version of it. For large files
+    /// prefer `readChunks()`.
     public func read() async throws(DataProtectionError) -> [UInt8] {
         try await read(offset: 0, length: WireProtocol.toEnd)
     }
@@ -136,7 +141,21 @@ public struct ProtectedFile: Sendable {
         String(decoding: try await read(), as: UTF8.self)
     }
 
+    /// One version of the bytes asked for: a read that a handle's in-place
+    /// write interrupted (`fileChanged`) is made again, `readAttempts` times
+    /// in all.
     private func read(offset: UInt64, length: UInt64) async throws(DataProtectionError) -> [UInt8] {
+        var attempt = 1
+        while true {
+            do {
+                return try await readOnce(offset: offset, length: length)
+            } catch .fileChanged(_) where attempt < Self.readAttempts {
+                attempt += 1
+            }
+        }
+    }
+
+    private func readOnce(offset: UInt64, length: UInt64) async throws(DataProtectionError) -> [UInt8] {
         let request = Request.read(name: try WireText.name(name), offset: offset, length: length)
         let frames = try await connection.exchange(request, shape: .untilEnd)
         var content: [UInt8] = []

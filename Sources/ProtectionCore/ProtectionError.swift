@@ -38,6 +38,9 @@ public struct ProtectionError: Error, Sendable, Equatable, CustomStringConvertib
         /// A storage quota of the namespace (`StorageQuota`) would be
         /// passed; nothing was changed.
         case quotaExceeded
+        /// A handle wrote the file in place while a read of several chunks
+        /// was under way; the read stopped rather than mix two versions.
+        case fileChanged
     }
 
     /// What went wrong.

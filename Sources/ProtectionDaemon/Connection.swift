@@ -230,7 +230,9 @@ final class Connection {
             let handle = try handle(number)
             let start = try Self.offset(offset)
             let wanted = min(Int(length), chunkSize)
-            try await outbound.write(try Self.dataFrame(reading: handle, at: start, count: wanted, chunk: false, id: id).frame)
+            var version: UInt64?
+            try await outbound.write(try Self.dataFrame(reading: handle, at: start, count: wanted, chunk: false, id: id,
+                                                        version: &version).frame)
             return nil
         case .handleWrite(let number, let offset, let data):
             let handle = try handle(number)
@@ -315,10 +317,14 @@ final class Connection {
         }
         // Opens the file and reads its first chunk; when that is all of it,
         // the file is closed (wiping its key) before the answer goes out.
+        // Every chunk comes from the inode open at the start, and from its
+        // first chunk's version: a handle writing it in place meanwhile
+        // ends the read with `fileChanged` rather than a mix.
+        var version: UInt64?
         let (handle, first) = try {
             let handle = try store.open(fileName, in: namespace, mode: .existing)
             do {
-                let first = try nextChunk(of: handle, at: position, remaining: remaining, id: id)
+                let first = try nextChunk(of: handle, at: position, remaining: remaining, id: id, version: &version)
                 if first?.last ?? true { handle.close() }
                 return (handle, first)
             } catch {
@@ -338,7 +344,7 @@ final class Connection {
             try await outbound.write(frame)
             position += count
             remaining -= UInt64(count)
-            chunk = try nextChunk(of: handle, at: position, remaining: remaining, id: id)
+            chunk = try nextChunk(of: handle, at: position, remaining: remaining, id: id, version: &version)
         }
         try await send(.end, id: id)
     }
@@ -347,25 +353,34 @@ final class Connection {
     /// `position`; nil when there is nothing more. `last` when it ends the
     /// read: it reached `remaining`, or came short (the end of the file).
     private func nextChunk(of handle: ProtectedFileHandle, at position: Int, remaining: UInt64,
-                           id: UInt32) throws -> (frame: Frame, count: Int, last: Bool)? {
+                           id: UInt32, version: inout UInt64?) throws -> (frame: Frame, count: Int, last: Bool)? {
         guard remaining > 0 else { return nil }
         let wanted = Int(min(remaining, UInt64(chunkSize)))
-        let (frame, count) = try Self.dataFrame(reading: handle, at: position, count: wanted, chunk: true, id: id)
+        let (frame, count) = try Self.dataFrame(reading: handle, at: position, count: wanted, chunk: true, id: id,
+                                                version: &version)
         guard count > 0 else { return nil }
         return (frame, count, count < wanted || UInt64(count) == remaining)
     }
 
     /// A data frame holding up to `count` bytes of `handle` from `offset`,
     /// decrypted straight into the frame; also how many bytes it holds.
+    /// `version` is the file's version the previous chunk of the same read
+    /// saw (nil for the first), and becomes this chunk's (`fileChanged`
+    /// when they differ).
     /// The frame is sized to what the file holds from `offset`, so a small
     /// file's answer does not take a whole chunk of memory (which the
     /// allocator took from the system and gave back on every read).
     private static func dataFrame(
-        reading handle: ProtectedFileHandle, at offset: Int, count: Int, chunk: Bool, id: UInt32
+        reading handle: ProtectedFileHandle, at offset: Int, count: Int, chunk: Bool, id: UInt32,
+        version: inout UInt64?
     ) throws -> (frame: Frame, count: Int) {
         let available = min(count, max(0, try handle.size() - offset))
+        var seen = version
+        defer { version = seen }
         return try Response.dataFrame(chunk: chunk, requestID: id, capacity: available) { buffer in
-            try handle.read(offset: offset, count: available, into: buffer)
+            let (count, read) = try handle.read(offset: offset, count: available, into: buffer, sameVersionAs: seen)
+            seen = read
+            return count
         }
     }
 

@@ -45,6 +45,7 @@ extension WireErrorCode {
         case .ioFailure: self = .ioFailure
         case .cipherUnavailable: self = .cipherUnavailable
         case .quotaExceeded: self = .quotaExceeded
+        case .fileChanged: self = .fileChanged
         }
     }
 }

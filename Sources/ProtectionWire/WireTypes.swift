@@ -161,6 +161,7 @@ public enum WireErrorCode: UInt16, Sendable, Equatable, CaseIterable {
     case internalError = 19
     case cipherUnavailable = 20
     case quotaExceeded = 21
+    case fileChanged = 22
 }
 
 /// An error response.

@@ -116,6 +116,7 @@ struct ErrorMessageEndToEndTests {
         case .ioFailure: .ioFailure(detail)
         case .cipherUnavailable: .cipherUnavailable(detail)
         case .quotaExceeded: .quotaExceeded(detail)
+        case .fileChanged: .fileChanged(detail)
         case .permissionDenied: .permissionDenied(detail)
         case .protocolError: .protocolError(detail)
         case .unsupportedVersion: .unsupportedVersion(detail)

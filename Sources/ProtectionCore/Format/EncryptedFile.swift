@@ -13,6 +13,9 @@ final class EncryptedFile {
     private let layout: SegmentLayout
     /// Plaintext size in bytes.
     private(set) var size: Int
+    /// Counts the writes and truncates made through this open file, so a
+    /// read of several calls can tell whether it saw one version.
+    private(set) var version: UInt64 = 0
     /// One segment of plaintext and of ciphertext, allocated for the span
     /// of one operation only, so idle open files cost no buffer memory
     /// (10,000 open handles would otherwise hold 1.3 GB).
@@ -244,6 +247,7 @@ final class EncryptedFile {
         defer { releaseBuffers() }
         try Self.checkRange(offset, data.count)
         guard data.count > 0 else { return }
+        version &+= 1
         try rewrite(from: offset, count: data.count, data: data)
     }
 
@@ -252,6 +256,7 @@ final class EncryptedFile {
         try checkOpen()
         defer { releaseBuffers() }
         try Self.checkRange(newSize, 0)
+        if newSize != size { version &+= 1 }
         if newSize > size {
             try rewrite(from: size, count: newSize - size, data: nil)
         } else if newSize < size {

@@ -45,6 +45,21 @@ public final class ProtectedFileHandle: Sendable {
         try withFile { try $0.read(offset: offset, count: count, into: destination) }
     }
 
+    /// One chunk of a read made of several calls that must see one version
+    /// of the file: like `read(offset:count:into:)`, but throws
+    /// `fileChanged` when a handle wrote or truncated the file since
+    /// `version`, the version an earlier chunk returned (nil for the first).
+    public func read(offset: Int, count: Int, into destination: UnsafeMutableRawBufferPointer,
+                     sameVersionAs version: UInt64?) throws -> (count: Int, version: UInt64) {
+        try withFile { file in
+            if let version, version != file.version {
+                throw ProtectionError(.fileChanged, "\(name) was changed through a handle while it was being read; "
+                                      + "read it again")
+            }
+            return (try file.read(offset: offset, count: count, into: destination), file.version)
+        }
+    }
+
     /// Writes `bytes` at `offset`, growing the file (zeros fill a gap).
     public func write(_ bytes: [UInt8], at offset: Int) throws {
         try withFile(growingTo: { max($0.size, offset.addingReportingOverflow(bytes.count).partialValue) }) { file in

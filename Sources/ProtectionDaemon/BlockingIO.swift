@@ -1,10 +1,12 @@
 internal import NIOPosix
 
-/// Threads for calls that block on the disk (fsync). The cooperative pool
-/// has one thread per core, so an fsync there stalls every connection's
-/// work and at most two fsyncs were ever in flight; here up to 16 wait at
-/// once, and the file system can commit them together (ext4 journals
-/// concurrent fsyncs in one commit).
+/// Threads for calls that block on the disk (fsync) or may run long (a
+/// truncate that grows a file by gigabytes, the listing of a large
+/// namespace). The cooperative pool has one thread per core, so such a
+/// call there stalls every other connection's requests; here up to 16 run
+/// at once while the cooperative threads serve the rest, and the file
+/// system can commit concurrent fsyncs together (ext4 journals them in
+/// one commit).
 enum BlockingIO {
     /// Most fsyncs in flight at once.
     static let threadCount = 16

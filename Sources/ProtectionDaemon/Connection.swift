@@ -242,8 +242,13 @@ final class Connection {
             return .size(UInt64(try handle(number).append(Array(buffer: data))))
         case .handleTruncate(let number, let size):
             let handle = try handle(number)
-            try handle.truncate(to: try Self.offset(size))
-            return .size(UInt64(try handle.size()))
+            let newSize = try Self.offset(size)
+            // Growing a file by gigabytes seals every new segment: off the
+            // cooperative threads, so other connections' requests go on.
+            return .size(UInt64(try await BlockingIO.run {
+                try handle.truncate(to: newSize)
+                return try handle.size()
+            }))
         case .handleSize(let number):
             return .size(UInt64(try handle(number).size()))
         case .handleSync(let number):
@@ -260,7 +265,8 @@ final class Connection {
             try store.setProtection(protection, of: try FileName(name), in: namespace)
             return .ok
         case .list(let prefix):
-            let entries = try store.list(in: namespace, prefix: prefix)
+            // A large namespace takes a while to list: off the cooperative threads.
+            let entries = try await BlockingIO.run { [namespace] in try store.list(in: namespace, prefix: prefix) }
             let size = WireProtocol.listChunkEntries
             for chunk in stride(from: 0, to: entries.count, by: size) {
                 try await send(.listChunk(entries[chunk..<min(entries.count, chunk + size)].map(WireAttributes.init)), id: id)

@@ -5,9 +5,10 @@ import PackageDescription
 /// so that a plain `swift build` in the repository neither builds nor links
 /// them: they have no `main` of their own and link only with
 /// `--sanitize=fuzzer`, which supplies libFuzzer's. `make fuzz` builds them
-/// (debug, with `--sanitize=fuzzer --sanitize=address`) and runs each over
-/// its seed corpus in corpus/. They reach internal API with `@testable
-/// import`, which a debug build allows.
+/// (debug configuration, optimised, with libFuzzer and AddressSanitizer:
+/// the Makefile's FUZZ_FLAGS say why those flags) and runs each from its
+/// seed corpus in corpus/. FuzzFormat reaches internal API with `@testable
+/// import`, which the debug configuration allows.
 
 /// SwiftPM names a package depended on by path after its directory, which
 /// is whatever the checkout is called.

@@ -148,6 +148,12 @@ public func initialize(_ argc: UnsafeMutablePointer<CInt>?,
                        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> CInt {
     let seeds = makeSeeds()
     selfCheck(seeds)
+    // The corpus directories on the command line: a committed seed of a
+    // name written here must still read back (after a format change, say).
+    let arguments = (0..<Int(argc?.pointee ?? 0)).compactMap { argv?.pointee?[$0].map { String(cString: $0) } }
+    for directory in arguments.dropFirst() where !directory.hasPrefix("-") {
+        checkCommitted(seeds, in: directory)
+    }
     if let directory = getenv("PROTD_FUZZ_WRITE_SEEDS") {
         for (name, bytes, _) in seeds {
             let path = String(cString: directory) + "/" + name
@@ -202,6 +208,24 @@ private func write(_ content: [UInt8], protection: ProtectionClass, cipher: Cont
         fatalError("cannot read a seed back")
     }
     return bytes
+}
+
+/// Each file in `directory` named as one of `seeds` reads back as that
+/// seed's content.
+private func checkCommitted(_ seeds: [(name: String, bytes: [UInt8], content: [UInt8])], in directory: String) {
+    for (name, _, content) in seeds {
+        guard let file = fopen(directory + "/" + name, "rb") else { continue }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while case let count = chunk.withUnsafeMutableBytes({ fread($0.baseAddress, 1, $0.count, file) }), count > 0 {
+            bytes += chunk[..<count]
+        }
+        fclose(file)
+        bytes.withUnsafeBytes { load($0) }
+        guard readBothWays() == .content(content) else {
+            fatalError("\(directory)/\(name) does not read back under the fixed keys: write the seeds again (make fuzz-seeds)")
+        }
+    }
 }
 
 /// Every seed reads back as its content: the keys above open what they

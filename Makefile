@@ -122,6 +122,7 @@ install: release
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's|/usr/bin/protd|$(BINDIR)/protd|; s|/etc/protd/|$(SYSCONFDIR)/protd/|' systemd/protd.service > $(DESTDIR)$(UNITDIR)/protd.service
 	install -m644 systemd/protd.socket $(DESTDIR)$(UNITDIR)/protd.socket
+	sed 's|/usr/bin/protctl|$(BINDIR)/protctl|' systemd/protd-lock-before-sleep.service > $(DESTDIR)$(UNITDIR)/protd-lock-before-sleep.service
 	install -Dm644 systemd/protd.sysusers $(DESTDIR)$(SYSUSERSDIR)/protd.conf
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/protd/protd.yaml ]; then \
 		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/protd/protd.yaml"; \
@@ -140,7 +141,8 @@ install: release
 ## Removes what install put in place, except the configuration and state.
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/protd $(DESTDIR)$(BINDIR)/protctl
-	rm -f $(DESTDIR)$(UNITDIR)/protd.service $(DESTDIR)$(UNITDIR)/protd.socket $(DESTDIR)$(SYSUSERSDIR)/protd.conf
+	rm -f $(DESTDIR)$(UNITDIR)/protd.service $(DESTDIR)$(UNITDIR)/protd.socket $(DESTDIR)$(UNITDIR)/protd-lock-before-sleep.service
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/protd.conf
 	rm -f $(DESTDIR)$(MANDIR)/man1/protctl.1 $(DESTDIR)$(MANDIR)/man8/protd.8
 	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/protctl $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_protctl $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/protctl.fish
 	rm -rf $(DESTDIR)$(DOCDIR)

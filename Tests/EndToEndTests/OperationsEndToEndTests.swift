@@ -158,14 +158,15 @@ struct OperationsEndToEndTests {
         defer { directory.remove() }
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("systemd")
-        for unit in ["protd.service", "protd.socket"] {
-            // verify checks that ExecStart exists: point it at the binary just built.
+        let units = ["protd.service", "protd.socket", "protd-lock-before-sleep.service"]
+        for unit in units {
+            // verify checks that ExecStart exists: point it at the binaries just built.
             let text = try String(contentsOf: repository.appendingPathComponent(unit), encoding: .utf8)
+                .replacingOccurrences(of: "/usr/bin/protctl", with: CommandRunner.builtProduct("protctl"))
                 .replacingOccurrences(of: "/usr/bin/protd", with: DaemonProcess.binaryPath)
             try text.write(toFile: directory.appending(unit), atomically: true, encoding: .utf8)
         }
-        let verify = try CommandRunner.run(analyze, ["verify", directory.appending("protd.service"),
-                                                     directory.appending("protd.socket")])
+        let verify = try CommandRunner.run(analyze, ["verify"] + units.map(directory.appending))
         #expect(verify.status == 0)
         #expect(verify.stdout.isEmpty && verify.stderr.isEmpty, "verify said: \(verify.stdout)\(verify.stderr)")
         // systemd's --threshold is on a 0-100 scale, ten times the printed

@@ -72,7 +72,8 @@ extension BenchOptions {
     }
 
     /// A daemon as every workload uses it: room for the fan-out's
-    /// subscribers and the memory workload's handles, and the default
+    /// subscribers and the memory workload's handles (all of one uid, so
+    /// the per-uid limits are raised too), and the default
     /// Argon2id cost of a real deployment, so unlock and passwd times mean
     /// something. `cipher` is `storage.cipher` (`auto` by default); the
     /// daemon's directory is in `directory`, by default `--dir`.
@@ -80,7 +81,10 @@ extension BenchOptions {
         let limits = """
             limits:
               max-connections: \(subscribers + 64)
+              max-connections-per-uid: \(subscribers + 64)
+              max-subscribers-per-uid: \(subscribers)
               max-open-handles-per-connection: 1024
+              max-open-handles-per-uid: \(handles + 1024)
             storage:
               cipher: \(cipher)
 

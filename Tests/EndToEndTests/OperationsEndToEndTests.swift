@@ -185,7 +185,8 @@ struct OperationsEndToEndTests {
     /// A daemon with passcode `login-passcode`, restarted (before its
     /// first unlock), and a throw-away PAM service with docs/pam.md's line;
     /// `body` gets both, and the service file is removed after.
-    private func withPAMService(_ body: (DaemonProcess, String) async throws -> Void) async throws {
+    private func withPAMService(unlockGroup: String = "root",
+                                _ body: (DaemonProcess, String) async throws -> Void) async throws {
         let daemon = try DaemonProcess()
         let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
         try await setup.setPasscode("login-passcode")
@@ -194,6 +195,7 @@ struct OperationsEndToEndTests {
         let service = "protd-test-\(getpid())"
         let path = "/etc/pam.d/\(service)"
         try """
+            auth [success=ignore default=1] pam_succeed_if.so quiet user ingroup \(unlockGroup)
             auth optional pam_exec.so expose_authtok quiet \(Self.protctl) --socket \(daemon.socketPath) unlock --stdin
             auth required pam_permit.so
             account required pam_permit.so
@@ -216,21 +218,43 @@ struct OperationsEndToEndTests {
         }
     }
 
+    @Test("only logins of users in the unlock group try the passcode: nobody's login counts no attempt, root's unlocks",
+          .enabled(if: isRoot && pamtester != nil, "needs root and pamtester to install a PAM service"))
+    func pamUnlockGroupOnly() async throws {
+        try await withPAMService { daemon, service in
+            let pamtester = try #require(Self.pamtester)
+            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            // `nobody` is not in group root: its password is never tried as the passcode.
+            let other = try CommandRunner.run(pamtester, [service, "nobody", "authenticate"],
+                                              input: Array("nobody's own password\n".utf8))
+            #expect(other.status == 0, "the login itself goes on: \(other.stdout)\(other.stderr)")
+            let afterOther = try await client.status()
+            #expect(afterOther.state == .beforeFirstUnlock)
+            #expect(afterOther.failedAttempts == 0, "another user's login counted as a failed attempt")
+            let member = try CommandRunner.run(pamtester, [service, "root", "authenticate"],
+                                               input: Array("login-passcode\n".utf8))
+            #expect(member.status == 0, "pamtester: \(member.stdout)\(member.stderr)")
+            #expect(try await client.status().state == .unlocked)
+        }
+    }
+
     @Test("a PAM stack that runs as the user (a screen locker) unlocks only when the user is in the socket's group",
           .enabled(if: isRoot && pamtester != nil, "needs root and pamtester to install a PAM service"))
     func pamUnlockAsUser() async throws {
         try await withPAMService { daemon, service in
             let pamtester = try #require(Self.pamtester)
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-            // pam_exec runs protctl with the caller's real uid: 4242 here.
+            // pam_exec runs protctl with the caller's real uid: 4242 here. The
+            // login name is one in the unlock group (root), so pam_succeed_if
+            // lets the attempt through and only the socket's group decides.
             let outside = try CommandRunner.run("/usr/bin/setpriv", [
-                "--reuid=4242", "--regid=4242", "--clear-groups", pamtester, service, "alice", "authenticate",
+                "--reuid=4242", "--regid=4242", "--clear-groups", pamtester, service, "root", "authenticate",
             ], input: Array("login-passcode\n".utf8))
             #expect(outside.status == 0, "the login itself goes on (optional): \(outside.stderr)")
             #expect(try await client.status().state == .beforeFirstUnlock)
             // The test daemon's socket is root:root 0660; group 0 stands for `protd`.
             let member = try CommandRunner.run("/usr/bin/setpriv", [
-                "--reuid=4242", "--regid=4242", "--groups=0", pamtester, service, "alice", "authenticate",
+                "--reuid=4242", "--regid=4242", "--groups=0", pamtester, service, "root", "authenticate",
             ], input: Array("login-passcode\n".utf8))
             #expect(member.status == 0, "pamtester: \(member.stdout)\(member.stderr)")
             #expect(try await client.status().state == .unlocked)

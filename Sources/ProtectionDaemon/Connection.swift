@@ -230,9 +230,7 @@ final class Connection {
             let handle = try handle(number)
             let start = try Self.offset(offset)
             let wanted = min(Int(length), chunkSize)
-            var version: UInt64?
-            try await outbound.write(try Self.dataFrame(reading: handle, at: start, count: wanted, chunk: false, id: id,
-                                                        version: &version).frame)
+            try await outbound.write(try Self.dataFrame(reading: handle, at: start, count: wanted, chunk: false, id: id).frame)
             return nil
         case .handleWrite(let number, let offset, let data):
             let handle = try handle(number)
@@ -362,32 +360,33 @@ final class Connection {
                            id: UInt32, version: inout UInt64?) throws -> (frame: Frame, count: Int, last: Bool)? {
         guard remaining > 0 else { return nil }
         let wanted = Int(min(remaining, UInt64(chunkSize)))
-        let (frame, count) = try Self.dataFrame(reading: handle, at: position, count: wanted, chunk: true, id: id,
-                                                version: &version)
+        let (frame, count, seen) = try Self.dataFrame(reading: handle, at: position, count: wanted, chunk: true, id: id,
+                                                      sameVersionAs: version)
+        version = seen
         guard count > 0 else { return nil }
         return (frame, count, count < wanted || UInt64(count) == remaining)
     }
 
     /// A data frame holding up to `count` bytes of `handle` from `offset`,
     /// decrypted straight into the frame; also how many bytes it holds.
-    /// `version` is the file's version the previous chunk of the same read
-    /// saw (nil for the first), and becomes this chunk's (`fileChanged`
-    /// when they differ).
+    /// With `expected` (the version an earlier chunk of the same read saw),
+    /// a file written since fails with `fileChanged`; the version this
+    /// chunk saw comes back for the next.
     /// The frame is sized to what the file holds from `offset`, so a small
     /// file's answer does not take a whole chunk of memory (which the
     /// allocator took from the system and gave back on every read).
     private static func dataFrame(
         reading handle: ProtectedFileHandle, at offset: Int, count: Int, chunk: Bool, id: UInt32,
-        version: inout UInt64?
-    ) throws -> (frame: Frame, count: Int) {
+        sameVersionAs expected: UInt64? = nil
+    ) throws -> (frame: Frame, count: Int, version: UInt64) {
         let available = min(count, max(0, try handle.size() - offset))
-        var seen = version
-        defer { version = seen }
-        return try Response.dataFrame(chunk: chunk, requestID: id, capacity: available) { buffer in
-            let (count, read) = try handle.read(offset: offset, count: available, into: buffer, sameVersionAs: seen)
-            seen = read
+        var version: UInt64 = 0
+        let (frame, read) = try Response.dataFrame(chunk: chunk, requestID: id, capacity: available) { buffer in
+            let (count, seen) = try handle.read(offset: offset, count: available, into: buffer, sameVersionAs: expected)
+            version = seen
             return count
         }
+        return (frame, read, version)
     }
 
     private func handle(_ number: UInt32) throws -> ProtectedFileHandle {

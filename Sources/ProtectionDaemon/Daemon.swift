@@ -61,7 +61,7 @@ public final class Daemon: Service {
         } else {
             do {
                 opening = .success(try ProtectedStore(configuration: storeConfiguration) { [logger] notice in
-                    let level: Logger.Level = notice.isFailure ? .warning : .notice
+                    let level: Logger.Level = notice.isWarning ? .warning : .notice
                     logger.log(level: level, "\(notice)")
                 })
             } catch {

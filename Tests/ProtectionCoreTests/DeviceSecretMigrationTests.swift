@@ -97,7 +97,7 @@ struct DeviceSecretMigrationTests {
         let pending = try setup.openWithCredential(former: .file(path: setup.formerFile))
         #expect(pending.lockState == .beforeFirstUnlock)
         #expect(setup.notices.all == [.pendingUntilUnlock(former: setup.formerFile)])
-        #expect(setup.notices.all.allSatisfy { $0.isFailure }, "a device secret file beside the credential is a warning")
+        #expect(setup.notices.all.allSatisfy { $0.isWarning }, "a device secret file beside the credential is a warning")
         #expect(FileManager.default.fileExists(atPath: setup.formerFile))
         #expect(throws: ProtectionError.self) { _ = try pending.unlock(passcode: secret("wrong")) }
         #expect(FileManager.default.fileExists(atPath: setup.formerFile), "a wrong passcode migrates nothing")

@@ -388,7 +388,7 @@ public final class ProtectedStore: Sendable {
             return nil
         }
         let keys = currentKeys()
-        return try handOut(fd, at: path, name: name, in: namespace, creating: false) {
+        return try handOut(fd, at: path, name: name, in: namespace) {
             try EncryptedFile.open(fd: fd, path: path, keys: keys)
         }
     }
@@ -405,42 +405,39 @@ public final class ProtectedStore: Sendable {
         let (fd, temporary) = try files.atomicWriter(for: namespace).createTemporary()
         defer { unlink(temporary) }
         let keys = currentKeys()
-        return try handOut(fd, at: path, name: name, in: namespace, creating: true, open: {
+        return try handOut(fd, at: path, name: name, in: namespace, naming: temporary) {
             try EncryptedFile.create(fd: fd, path: path, protection: protection, format: format, keys: keys)
-        }, publish: {
-            try AtomicFileWriter.flushTemporary(temporary)
-            return { try AtomicFileWriter.publish(temporary, as: path) }
-        })
+        }
     }
 
     /// Hands out a handle on the file open in `fd` (which it owns from
     /// now on): `open` makes its `EncryptedFile`, serialised with the
-    /// inode's other users; for a new file, `publish` then prepares (with
-    /// no lock held) the step that names it, which runs under the file's
-    /// lock unless the file was invalidated meanwhile. A new file that
-    /// cannot be handed out is removed again, unless its name meanwhile
-    /// names another file (a delete, then someone else's create).
-    private func handOut(_ fd: Int32, at path: String, name: FileName, in namespace: Namespace, creating: Bool,
-                         open: () throws -> EncryptedFile,
-                         publish: () throws -> (() throws -> Void) = { {} }) throws -> ProtectedFileHandle {
+    /// inode's other users. A new file is the temporary file `temporary`:
+    /// it is fsynced (no lock held), then linked at `path` under the file's
+    /// lock, unless a lock or erase invalidated it meanwhile. A new file
+    /// that cannot be handed out is removed again, unless its name
+    /// meanwhile names another file (a delete, then someone else's create).
+    private func handOut(_ fd: Int32, at path: String, name: FileName, in namespace: Namespace,
+                         naming temporary: String? = nil,
+                         open: () throws -> EncryptedFile) throws -> ProtectedFileHandle {
         var ownsFD = true
         defer { if ownsFD { close(fd) } }
         let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
         let shared = joinSharedFile(identity)
         defer { leaveSharedFile(shared) }
-        let protection = try shared.join(on: name, creating: creating, open: {
+        let protection = try shared.join(on: name, creating: temporary != nil, open: {
             let file = try open()
             ownsFD = false
             return file
         }) { $0.header.protection }
-        if creating {
-            let giveName = try publish()
-            try shared.perform(on: name) { _ in try giveName() }
+        if let temporary {
+            try AtomicFileWriter.flushTemporary(temporary)
+            try shared.perform(on: name) { _ in try AtomicFileWriter.publish(temporary, as: path) }
         }
         do {
             return try register(shared, protection: protection, name: name, namespace: namespace)
         } catch {
-            if creating { identity.unlink(ifStillNamedBy: path) }
+            if temporary != nil { identity.unlink(ifStillNamedBy: path) }
             throw error
         }
     }

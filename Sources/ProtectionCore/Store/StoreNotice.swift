@@ -43,7 +43,7 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
     /// Whether this is a warning rather than a notice: a failure, a key
     /// bag that was open to others, or a plain device secret file still
     /// on disk beside the configured credential.
-    public var isFailure: Bool {
+    public var isWarning: Bool {
         switch self {
         case .failed, .keyBagModeFixed, .pendingUntilUnlock: true
         case .migrated, .destroyedFormer, .removedInterruptedWrites: false

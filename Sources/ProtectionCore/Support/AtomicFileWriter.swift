@@ -13,13 +13,13 @@ struct AtomicFileWriter {
 
     /// Creates the temporary file for a new version of `path`.
     func begin(target path: String) throws -> AtomicFileTransaction {
-        let temporary = scratchDirectory + "/" + Self.temporaryPrefix + (try SecureRandomName.make())
-        let fd = try Posix.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        let (fd, temporary) = try createTemporary()
         return AtomicFileTransaction(fd: fd, temporaryPath: temporary, targetPath: path)
     }
 
-    /// Creates an empty temporary file, open read-write, for a new file
-    /// that `publish` gives its name once it holds something readable.
+    /// Creates an empty temporary file, open read-write: the new version
+    /// `begin` renames over its target, or a new file that `publish` gives
+    /// its name once it holds something readable.
     func createTemporary() throws -> (fd: Int32, path: String) {
         let temporary = scratchDirectory + "/" + Self.temporaryPrefix + (try SecureRandomName.make())
         return (try Posix.open(temporary, O_RDWR | O_CREAT | O_EXCL, mode: 0o600), temporary)

@@ -453,7 +453,7 @@ final class Connection {
             gracePeriodMilliseconds: UInt64(max(0, context.lockController.gracePeriod.milliseconds)),
             eventSequence: status.eventSequence,
             lockDeadlineUnixMilliseconds: status.lockDeadline.map(UnixTime.milliseconds(at:)) ?? 0,
-            keyMemoryLocked: MemoryLocking.isKeyMemoryLocked)
+            keyMemoryLocked: MemoryLocking.isKeyMemoryLocked, fault: status.fault)
     }
 
     private static func secret(_ bytes: [UInt8], field: String) throws -> SecretBytes {

@@ -19,6 +19,21 @@ public struct X25519KeyPair: Sendable {
         self.privateKey = privateKey
     }
 
+    /// Pairs `privateKey` with the public key computed from it
+    /// (`crypto_scalarmult_base`), for a key whose public half is not kept.
+    public init(privateKey: SecretBytes) throws {
+        try SodiumRuntime.ensureInitialised()
+        var publicKey = [UInt8](repeating: 0, count: Self.publicKeyByteCount)
+        let status = try privateKey.withUnsafeBytes { secret in
+            guard secret.count == 32 else { return Int32(-1) }
+            return publicKey.withUnsafeMutableBufferPointer { pk in
+                crypto_scalarmult_base(pk.baseAddress!, secret.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        guard status == 0 else { throw SodiumError(.invalidLength, "an X25519 private key is 32 bytes") }
+        try self.init(publicKey: publicKey, privateKey: privateKey)
+    }
+
     /// A fresh random key pair (`crypto_box_keypair`).
     public static func generate() throws -> X25519KeyPair {
         try SodiumRuntime.ensureInitialised()

@@ -61,6 +61,7 @@ struct DeviceSecretMigrationTests {
         private let list = Mutex<[StoreNotice]>([])
         var all: [StoreNotice] { list.withLock { $0 } }
         var record: @Sendable (StoreNotice) -> Void { { notice in self.list.withLock { $0.append(notice) } } }
+        func removeAll() { list.withLock { $0.removeAll() } }
     }
 
     private func secret(_ text: String) -> SecretBytes { StoreFixture.secret(text) }
@@ -93,6 +94,7 @@ struct DeviceSecretMigrationTests {
         try setup.writeEveryClass(before)
         try before.setPasscode(secret("passcode"), old: nil)
         before.shutdown()
+        setup.notices.removeAll()
 
         let pending = try setup.openWithCredential(former: .file(path: setup.formerFile))
         #expect(pending.lockState == .beforeFirstUnlock)

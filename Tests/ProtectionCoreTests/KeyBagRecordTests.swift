@@ -16,7 +16,7 @@ struct KeyBagRecordTests {
 
     /// `bytes` with `edit` applied to the record part and the MAC made again.
     private func resealed(_ bytes: [UInt8], _ edit: (inout [UInt8]) -> Void) throws -> [UInt8] {
-        var body = Array(bytes[..<(KeyBagRecord.encodedByteCount - KeyBagRecord.macByteCount)])
+        var body = Array(bytes[..<(bytes.count - KeyBagRecord.macByteCount)])
         edit(&body)
         return body + (try KeyedBlake2b.mac(key: macKey, parts: [body], length: KeyBagRecord.macByteCount))
     }
@@ -43,10 +43,43 @@ struct KeyBagRecordTests {
         #expect(try KeyBagRecord.decode(bytes, macKey: macKey) == record)
     }
 
-    @Test("a flag bit other than bit 0 is refused as keyBagCorrupt")
+    @Test("a flag bit other than bits 0 and 1 is refused as keyBagCorrupt")
     func unknownFlag() throws {
-        let bytes = try resealed(try record.encode(macKey: macKey)) { $0[6] |= 2 }
+        let bytes = try resealed(try record.encode(macKey: macKey)) { $0[6] |= 4 }
         #expect(refusal(bytes) == .keyBagCorrupt)
+    }
+
+    @Test("flag bit 1 (previous keys) must match the size, needs a passcode, and does not exist in version 1")
+    func previousKeysFlag() throws {
+        var withPrevious = record
+        withPrevious.hasPasscode = true
+        withPrevious.previousWrapped = [UInt8](repeating: 9, count: 3 * KeyBagRecord.wrappedKeyByteCount)
+        let encoded = try withPrevious.encode(macKey: macKey)
+        #expect(encoded.count == KeyBagRecord.withPreviousByteCount)
+        #expect(try KeyBagRecord.decode(encoded, macKey: macKey) == withPrevious)
+        // The flag without the bytes, the bytes without the flag, the flag without a passcode.
+        #expect(refusal(try resealed(try record.encode(macKey: macKey)) { $0[6] |= 2 }) == .keyBagCorrupt)
+        #expect(refusal(try resealed(encoded) { $0[6] &= ~2 }) == .keyBagCorrupt)
+        #expect(refusal(try resealed(encoded) { $0[6] &= ~1 }) == .keyBagCorrupt)
+        // Version 1 knows only bit 0.
+        var first = record
+        first.version = 1
+        #expect(try KeyBagRecord.decode(try first.encode(macKey: macKey), macKey: macKey) == first)
+        #expect(refusal(try resealed(try first.encode(macKey: macKey)) { $0[6] |= 2 }) == .keyBagCorrupt)
+    }
+
+    @Test("version 2 binds wrapped keys to magic, version, salt and cost, not to the flags or the public key")
+    func associatedData() {
+        var other = record
+        other.classBPublicKey = [UInt8](repeating: 3, count: 32)
+        other.hasPasscode = true
+        #expect(other.associatedData(for: .complete) == record.associatedData(for: .complete))
+        #expect(record.associatedData(for: .complete, previous: true) != record.associatedData(for: .complete))
+        var first = record
+        first.version = 1
+        var firstOther = other
+        firstOther.version = 1
+        #expect(first.associatedData(for: .complete) != firstOther.associatedData(for: .complete))
     }
 
     @Test("a cost Argon2id refuses (0 operations) is keyBagCorrupt when read, not at the first unlock")

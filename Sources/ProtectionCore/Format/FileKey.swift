@@ -8,7 +8,6 @@ final class FileKey: Sendable {
     private let secret: SecretBytes
     /// The cipher of the file's segments (from its header).
     let cipher: ContentCipher
-
     private init(_ secret: SecretBytes, cipher: ContentCipher) {
         self.secret = secret
         self.cipher = cipher
@@ -68,24 +67,16 @@ final class FileKey: Sendable {
     /// Unwraps the key in `header` with the class key from `keys` and
     /// checks the header tag. Throws `protectedDataUnavailable` when the
     /// class key is not in memory and `integrityFailure` when anything
-    /// does not authenticate.
+    /// does not authenticate. While `keys` holds the keys a first passcode
+    /// replaced (`ClassKeys.previous`), a key that does not unwrap under
+    /// the class key is tried under the previous one.
     static func unwrap(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
         let key: FileKey
         do {
-            switch header.protection {
-            case .completeUnlessOpen:
-                guard let pair = keys.bKeyPair else { throw ProtectionError.unavailable(header.protection) }
-                key = FileKey(try SealedBox.open(header.wrappedKey, with: pair), cipher: header.algorithm)
-            default:
-                guard let classKey = keys.symmetricKey(for: header.protection) else {
-                    throw ProtectionError.unavailable(header.protection)
-                }
-                key = FileKey(try XChaCha20Poly1305.unwrap(header.wrappedKey, additionalData: header.wrapBinding,
-                                                           key: classKey),
-                              cipher: header.algorithm)
-            }
-        } catch let error as SodiumError where error.code == .authenticationFailed || error.code == .invalidLength {
-            throw ProtectionError.integrity("the file key does not authenticate")
+            key = try unwrapKey(header, with: keys.unwrapping(header.protection))
+        } catch let error as ProtectionError where error.code == .integrityFailure {
+            guard let previous = keys.previous?.unwrapping(header.protection) else { throw error }
+            key = try unwrapKey(header, with: previous)
         }
         guard KeyedBlake2b.tagsEqual(try key.tag(for: header), header.tag) else {
             key.wipe()
@@ -98,6 +89,21 @@ final class FileKey: Sendable {
             throw ProtectionError.cipherUnavailable(header.algorithm, for: "the file's content cipher", "the file is intact; read it with a protd that has that")
         }
         return key
+    }
+
+    /// The file key in `header`'s slot, opened with `classKey`.
+    private static func unwrapKey(_ header: FileHeader, with classKey: UnwrappingKey) throws -> FileKey {
+        do {
+            switch classKey {
+            case .pair(let pair):
+                return FileKey(try SealedBox.open(header.wrappedKey, with: pair), cipher: header.algorithm)
+            case .symmetric(let key):
+                return FileKey(try XChaCha20Poly1305.unwrap(header.wrappedKey, additionalData: header.wrapBinding, key: key),
+                               cipher: header.algorithm)
+            }
+        } catch let error as SodiumError where error.code == .authenticationFailed || error.code == .invalidLength {
+            throw ProtectionError.integrity("the file key does not authenticate")
+        }
     }
 
     /// The header tag: keyed BLAKE2b-256 under a key derived from this
@@ -170,7 +176,23 @@ final class FileKey: Sendable {
     }
 }
 
+/// A class key that opens a wrapped file key.
+enum UnwrappingKey {
+    /// A, C or D.
+    case symmetric(SecretBytes)
+    /// B: the sealed box needs the pair.
+    case pair(X25519KeyPair)
+}
+
 extension ClassKeys {
+    /// The key that unwraps file keys of `protection`; throws
+    /// `protectedDataUnavailable` when it is not in memory.
+    func unwrapping(_ protection: ProtectionClass) throws -> UnwrappingKey {
+        if protection == .completeUnlessOpen, let pair = bKeyPair { return .pair(pair) }
+        if let key = symmetricKey(for: protection) { return .symmetric(key) }
+        throw ProtectionError.unavailable(protection)
+    }
+
     /// The symmetric key of A, C or D when it is in memory.
     func symmetricKey(for protection: ProtectionClass) -> SecretBytes? {
         switch protection {
@@ -178,6 +200,18 @@ extension ClassKeys {
         case .completeUntilFirstUserAuthentication: c
         case .none: d
         case .completeUnlessOpen: nil
+        }
+    }
+}
+
+extension PreviousClassKeys {
+    /// The previous key of `protection` when it is in memory (D has none).
+    func unwrapping(_ protection: ProtectionClass) -> UnwrappingKey? {
+        switch protection {
+        case .complete: a.map(UnwrappingKey.symmetric)
+        case .completeUnlessOpen: bPrivate.flatMap { try? X25519KeyPair(privateKey: $0) }.map(UnwrappingKey.pair)
+        case .completeUntilFirstUserAuthentication: c.map(UnwrappingKey.symmetric)
+        case .none: nil
         }
     }
 }

@@ -13,11 +13,15 @@ struct ClassKeys {
     var c: SecretBytes?
     /// Class D (`none`): always present.
     let d: SecretBytes
+    /// The A, B and C keys the first passcode replaced, while files may
+    /// still be wrapped under them (`KeyRotation`); they unwrap only.
+    var previous: PreviousClassKeys?
 
     /// Wipes and drops the keys a lock removes: A and B-private.
     mutating func evictForLock() {
         a?.wipe(); a = nil
         bPrivate?.wipe(); bPrivate = nil
+        previous?.evictForLock()
     }
 
     /// Wipes every key (shutdown, erase).
@@ -25,6 +29,8 @@ struct ClassKeys {
         evictForLock()
         c?.wipe(); c = nil
         d.wipe()
+        previous?.wipeAll()
+        previous = nil
     }
 
     /// Runs `body`, crypto only, with the slab of `protection`'s class key
@@ -41,5 +47,23 @@ struct ClassKeys {
     /// The class B key pair, when its private half is in memory.
     var bKeyPair: X25519KeyPair? {
         bPrivate.flatMap { try? X25519KeyPair(publicKey: bPublic, privateKey: $0) }
+    }
+}
+
+/// The class keys a first passcode replaced, kept (under the passcode)
+/// until every file wrapped under them is rewrapped under the new ones.
+struct PreviousClassKeys {
+    var a: SecretBytes?
+    var bPrivate: SecretBytes?
+    var c: SecretBytes?
+
+    mutating func evictForLock() {
+        a?.wipe(); a = nil
+        bPrivate?.wipe(); bPrivate = nil
+    }
+
+    mutating func wipeAll() {
+        evictForLock()
+        c?.wipe(); c = nil
     }
 }

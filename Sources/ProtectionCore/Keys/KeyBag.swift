@@ -6,7 +6,11 @@ public import Sodium
 /// and B's private key are wrapped under the passcode key (Argon2id over the
 /// passcode, mixed with the device secret by keyed BLAKE2b), or under a
 /// device-only key while no passcode is set; D is always wrapped under a
-/// device-only key. Nothing derived from the passcode is stored.
+/// device-only key. Nothing derived from the passcode is stored. Setting
+/// the first passcode replaces A, B and C with fresh keys (the old ones
+/// were reachable with the device secret alone); the old ones stay, under
+/// the passcode, until `ProtectedStore` has rewrapped every file
+/// (`KeyRotation`), then `finishRotation()` drops them.
 ///
 /// Not thread-safe: `ProtectedStore` serialises access.
 public final class KeyBag {
@@ -20,6 +24,9 @@ public final class KeyBag {
     private var deviceSecret: SecretBytes
     private var deviceKeys: DeviceKeys
     private var record: KeyBagRecord
+    /// The bytes protd last wrote: a key bag that differs on disk was
+    /// rewritten behind protd's back (its attempt record reset, say).
+    private var written: [UInt8] = []
     /// The class keys in memory now.
     private(set) var keys: ClassKeys
 
@@ -62,8 +69,18 @@ public final class KeyBag {
         self.deviceSecret = deviceSecret
         self.deviceKeys = try DeviceKeys(deviceSecret)
         if Posix.exists(path) {
-            record = try KeyBagRecord.decode(try Posix.readFile(path), macKey: deviceKeys.recordMAC)
+            written = try Posix.readFile(path)
+            record = try KeyBagRecord.decode(written, macKey: deviceKeys.recordMAC)
             keys = try Self.loadKeys(record, deviceKeys)
+            if record.version != KeyBagRecord.currentVersion, let current = keys.passcodeKeys {
+                // Without a passcode the keys and the key wrapping them are here: upgrade now.
+                var upgraded = record
+                upgraded.version = KeyBagRecord.currentVersion
+                try Self.wrap(current, under: deviceKeys.noPasscode, into: &upgraded)
+                try wrapClassD(into: &upgraded, key: deviceKeys.classD)
+                try persist(upgraded)
+                record = upgraded
+            }
         } else {
             (record, keys) = try Self.fresh(cost: cost, deviceKeys: deviceKeys)
             try persist()
@@ -72,6 +89,9 @@ public final class KeyBag {
 
     /// Whether a passcode is set.
     public var hasPasscode: Bool { record.hasPasscode }
+    /// Whether files may still be wrapped under the keys the first
+    /// passcode replaced (`KeyRotation`).
+    var rotationPending: Bool { record.previousWrapped != nil }
     /// Consecutive failed attempts recorded on disk.
     public var failedAttempts: Int { Int(record.failedAttempts) }
     /// Seconds until another unlock attempt is allowed (0 = now).
@@ -80,62 +100,107 @@ public final class KeyBag {
                                        now: clock.secondsSinceEpoch())
     }
 
-    /// Unlocks with `passcode`: every wrapped class key must authenticate.
-    /// The attempt is recorded on disk before it is evaluated, so a crash
-    /// or restart cannot reset the count. Throws `rateLimited`,
-    /// `wrongPasscode` or `erasedAfterFailedAttempts`; `ioFailure` when the
-    /// passcode could not be checked (Argon2id out of memory, or a full
-    /// disk that cannot record the attempt), which is then not counted.
+    /// Unlocks with `passcode`: every wrapped class key must authenticate,
+    /// and the class B public key must be the private key's. The attempt
+    /// is recorded on disk before it is evaluated, so a crash or restart
+    /// cannot reset the count. Throws `rateLimited`, `wrongPasscode` or
+    /// `erasedAfterFailedAttempts`; `ioFailure` when the passcode could not
+    /// be checked (Argon2id out of memory, or a full disk that cannot
+    /// record the attempt), which is then not counted; `keyBagCorrupt`
+    /// when the key bag was altered by someone holding the device secret.
     public func unlock(passcode: SecretBytes) throws {
         guard record.hasPasscode else { return }
         let unwrapped = try verify(passcode)
         // Keys already in memory stay (operations may be using them); only
         // missing ones are installed, and spare copies are wiped.
-        if keys.a == nil { keys.a = unwrapped.a } else { unwrapped.a.wipe() }
-        if keys.bPrivate == nil { keys.bPrivate = unwrapped.bPrivate } else { unwrapped.bPrivate.wipe() }
-        if keys.c == nil { keys.c = unwrapped.c } else { unwrapped.c.wipe() }
+        install(unwrapped.current.a, at: \.a)
+        install(unwrapped.current.bPrivate, at: \.bPrivate)
+        install(unwrapped.current.c, at: \.c)
+        if let previous = unwrapped.previous {
+            if keys.previous == nil { keys.previous = PreviousClassKeys() }
+            install(previous.a, at: \.previous!.a)
+            install(previous.bPrivate, at: \.previous!.bPrivate)
+            install(previous.c, at: \.previous!.c)
+        }
+    }
+
+    private func install(_ key: SecretBytes, at path: WritableKeyPath<ClassKeys, SecretBytes?>) {
+        if keys[keyPath: path] == nil { keys[keyPath: path] = key } else { key.wipe() }
     }
 
     /// Sets the first passcode (`old` is ignored then) or changes it (`old`
-    /// must be right and counts as an attempt). Only A, B-private and C are
-    /// rewrapped: the cost does not depend on how much data is stored.
+    /// must be right and counts as an attempt). A change rewraps A,
+    /// B-private and C (and the previous keys while a rotation is
+    /// pending): its cost does not depend on how much data is stored. The
+    /// first passcode makes fresh A, B and C keys and keeps the old ones
+    /// as the previous keys, all under the passcode: the caller then
+    /// rewraps every file (`KeyRotation`) and calls `finishRotation()`.
     public func setPasscode(_ new: SecretBytes, old: SecretBytes?) throws {
-        let current: (a: SecretBytes, bPrivate: SecretBytes, c: SecretBytes)
-        if record.hasPasscode {
-            guard let old else {
-                throw ProtectionError(.wrongPasscode, "a passcode is set: give the current one to change it")
-            }
-            current = try verify(old)
-        } else {
-            guard let a = keys.a, let b = keys.bPrivate, let c = keys.c else {
-                throw ProtectionError(.keyBagCorrupt, "class keys missing while no passcode is set")
-            }
-            current = (a, b, c)
-        }
         var updated = record
+        updated.version = KeyBagRecord.currentVersion
         updated.hasPasscode = true
         updated.salt = try SecureRandom.bytes(Argon2id.saltByteCount)
         updated.cost = cost
         let passcodeKey = try derivePasscodeKey(new, salt: updated.salt, cost: cost)
         defer { passcodeKey.wipe() }
-        try Self.wrapPasscodeClasses(current, under: passcodeKey, into: &updated)
-        // D and the B public key are bound to the prefix, which changed.
-        updated.wrappedD = try XChaCha20Poly1305.wrap(keys.d, additionalData: updated.associatedData(for: .none),
-                                                      key: deviceKeys.classD)
+        if record.hasPasscode {
+            guard let old else {
+                throw ProtectionError(.wrongPasscode, "a passcode is set: give the current one to change it")
+            }
+            let unwrapped = try verify(old)
+            defer { unwrapped.current.wipe(); unwrapped.previous?.wipe() }
+            try Self.wrap(unwrapped.current, under: passcodeKey, into: &updated)
+            try Self.wrap(previous: unwrapped.previous, under: passcodeKey, into: &updated)
+            try wrapClassD(into: &updated, key: deviceKeys.classD)
+            try persist(updated)
+            record = updated
+            return
+        }
+        guard let old = keys.passcodeKeys else {
+            throw ProtectionError(.keyBagCorrupt, "class keys missing while no passcode is set")
+        }
+        let pair = try X25519KeyPair.generate()
+        let fresh = PasscodeKeys(a: try SecretBytes.random(count: 32), bPrivate: pair.privateKey,
+                                 c: try SecretBytes.random(count: 32))
+        updated.classBPublicKey = pair.publicKey
+        try Self.wrap(fresh, under: passcodeKey, into: &updated)
+        try Self.wrap(previous: old, under: passcodeKey, into: &updated)
+        try wrapClassD(into: &updated, key: deviceKeys.classD)
+        do {
+            try persist(updated)
+        } catch {
+            fresh.wipe()
+            throw error
+        }
+        record = updated
+        // Operations that took the old keys keep them (they now unwrap only).
+        keys = ClassKeys(a: fresh.a, bPrivate: fresh.bPrivate, bPublic: pair.publicKey, c: fresh.c, d: keys.d,
+                         previous: PreviousClassKeys(a: old.a, bPrivate: old.bPrivate, c: old.c))
+    }
+
+    /// Every file is wrapped under the current keys: drops the previous
+    /// ones, on disk and in memory.
+    func finishRotation() throws {
+        guard record.previousWrapped != nil else { return }
+        var updated = record
+        updated.previousWrapped = nil
         try persist(updated)
         record = updated
-        if current.a !== keys.a { current.a.wipe(); current.bPrivate.wipe(); current.c.wipe() }
+        keys.previous?.wipeAll()
+        keys.previous = nil
     }
 
     /// Rewraps everything that depends on the device secret under
     /// `newSecret` and writes the key bag once, atomically: the MAC, class
     /// D, and A, B-private and C (under the new no-passcode key, or, with a
     /// passcode set, under the passcode key mixed with `newSecret`, which
-    /// needs `passcode`). Internal: it checks `passcode` without counting
-    /// an attempt, so it runs only right after one succeeded.
+    /// needs `passcode`; the previous keys too). Internal: it checks
+    /// `passcode` without counting an attempt, so it runs only right after
+    /// one succeeded.
     func changeDeviceSecret(to newSecret: SecretBytes, passcode: SecretBytes?) throws {
         let newKeys = try DeviceKeys(newSecret)
         var updated = record
+        updated.version = KeyBagRecord.currentVersion
         if record.hasPasscode {
             guard let passcode else {
                 throw ProtectionError(.wrongPasscode, "a passcode is set: changing the device secret needs it")
@@ -147,17 +212,17 @@ public final class KeyBag {
             defer { oldKey.wipe() }
             let newKey = try KeyedBlake2b.deriveKey(key: newSecret, label: Label.passcode, secret: stretched)
             defer { newKey.wipe() }
-            let classes = try Self.unwrapPasscodeClasses(record, key: oldKey)
-            defer { classes.a.wipe(); classes.bPrivate.wipe(); classes.c.wipe() }
-            try Self.wrapPasscodeClasses(classes, under: newKey, into: &updated)
+            let unwrapped = try Self.unwrap(record, key: oldKey)
+            defer { unwrapped.current.wipe(); unwrapped.previous?.wipe() }
+            try Self.wrap(unwrapped.current, under: newKey, into: &updated)
+            try Self.wrap(previous: unwrapped.previous, under: newKey, into: &updated)
         } else {
-            guard let a = keys.a, let b = keys.bPrivate, let c = keys.c else {
+            guard let current = keys.passcodeKeys else {
                 throw ProtectionError(.keyBagCorrupt, "class keys missing while no passcode is set")
             }
-            try Self.wrapPasscodeClasses((a, b, c), under: newKeys.noPasscode, into: &updated)
+            try Self.wrap(current, under: newKeys.noPasscode, into: &updated)
         }
-        updated.wrappedD = try XChaCha20Poly1305.wrap(keys.d, additionalData: updated.associatedData(for: .none),
-                                                      key: newKeys.classD)
+        try wrapClassD(into: &updated, key: newKeys.classD)
         try persist(updated, macKey: newKeys.recordMAC)
         record = updated
         deviceSecret = newSecret
@@ -187,9 +252,18 @@ public final class KeyBag {
 
     // MARK: - Internals
 
+    /// The passcode-protected keys unwrapped from a record: the current
+    /// A, B-private and C, and the previous ones while a rotation is pending.
+    private struct Unwrapped {
+        let current: PasscodeKeys
+        let previous: PasscodeKeys?
+    }
+
     /// Rate-limits, records the attempt, then unwraps A, B-private and C
-    /// under the passcode key. Resets the count on success.
-    private func verify(_ passcode: SecretBytes) throws -> (a: SecretBytes, bPrivate: SecretBytes, c: SecretBytes) {
+    /// (and the previous keys) under the passcode key and checks the class
+    /// B public key. Resets the count on success, writing a version 1 key
+    /// bag as version 2 on the way.
+    private func verify(_ passcode: SecretBytes) throws -> Unwrapped {
         let now = clock.secondsSinceEpoch()
         let wait = policy.secondsUntilNextAttempt(failures: failedAttempts, lastAttemptAt: record.lastAttemptAt, now: now)
         guard wait == 0 else {
@@ -197,6 +271,7 @@ public final class KeyBag {
                                   "\(failedAttempts) consecutive failed attempts",
                                   retryAfterSeconds: wait)
         }
+        try checkUnchangedOnDisk()
         let before = record
         var attempt = record
         attempt.failedAttempts += 1
@@ -222,17 +297,46 @@ public final class KeyBag {
             throw ProtectionError(.ioFailure, "the passcode could not be checked, so the attempt was not counted: \(error)")
         }
         defer { passcodeKey.wipe() }
-        let unwrapped: (a: SecretBytes, bPrivate: SecretBytes, c: SecretBytes)
+        let unwrapped: Unwrapped
         do {
-            unwrapped = try Self.unwrapPasscodeClasses(record, key: passcodeKey)
+            unwrapped = try Self.unwrap(record, key: passcodeKey)
         } catch let error as SodiumError where error.code == .authenticationFailed {
             try failAttempt()
         }
         var success = record
         success.failedAttempts = 0
-        try persist(success)
+        do {
+            guard try X25519KeyPair(privateKey: unwrapped.current.bPrivate).publicKey == record.classBPublicKey else {
+                throw ProtectionError(.keyBagCorrupt, "the key bag's class B public key is not the one of its private key: "
+                                      + "someone holding the device secret replaced it, so class B files created "
+                                      + "since may be readable by them")
+            }
+            if success.version != KeyBagRecord.currentVersion {
+                success.version = KeyBagRecord.currentVersion
+                try Self.wrap(unwrapped.current, under: passcodeKey, into: &success)
+                try wrapClassD(into: &success, key: deviceKeys.classD)
+            }
+            try persist(success)
+        } catch {
+            unwrapped.current.wipe()
+            unwrapped.previous?.wipe()
+            throw error
+        }
         record = success
         return unwrapped
+    }
+
+    /// Throws `keyBagCorrupt` when the key bag on disk is not the one
+    /// protd last wrote: someone holding the device secret rewrote it
+    /// (reset its failed-attempt count, say) while protd ran. A restart
+    /// reads whatever is on disk: only storage the device secret cannot
+    /// rewrite (a TPM counter) could tell then (docs/SECURITY.md).
+    private func checkUnchangedOnDisk() throws {
+        let onDisk = try? Posix.readFile(path)
+        guard onDisk == written else {
+            throw ProtectionError(.keyBagCorrupt, "the key bag on disk is not the one protd wrote: it was replaced or "
+                                  + "rewritten while protd ran (its failed-attempt record reset, say)")
+        }
     }
 
     /// After a wrong passcode: erase when the policy says so, else report
@@ -258,12 +362,14 @@ public final class KeyBag {
     private func persist(_ updated: KeyBagRecord? = nil, macKey: SecretBytes? = nil) throws {
         let bytes = try (updated ?? record).encode(macKey: macKey ?? deviceKeys.recordMAC)
         try AtomicFileWriter(scratchDirectory: Posix.parentDirectory(of: path)).write(bytes, to: path, durable: true)
+        written = bytes
     }
 
-    private static func wrapPasscodeClasses(
-        _ classes: (a: SecretBytes, bPrivate: SecretBytes, c: SecretBytes),
-        under key: SecretBytes, into record: inout KeyBagRecord
-    ) throws {
+    private func wrapClassD(into record: inout KeyBagRecord, key: SecretBytes) throws {
+        record.wrappedD = try XChaCha20Poly1305.wrap(keys.d, additionalData: record.associatedData(for: .none), key: key)
+    }
+
+    private static func wrap(_ classes: PasscodeKeys, under key: SecretBytes, into record: inout KeyBagRecord) throws {
         record.wrappedA = try XChaCha20Poly1305.wrap(classes.a, additionalData: record.associatedData(for: .complete), key: key)
         record.wrappedBPrivate = try XChaCha20Poly1305.wrap(
             classes.bPrivate, additionalData: record.associatedData(for: .completeUnlessOpen), key: key)
@@ -271,15 +377,40 @@ public final class KeyBag {
             classes.c, additionalData: record.associatedData(for: .completeUntilFirstUserAuthentication), key: key)
     }
 
-    private static func unwrapPasscodeClasses(
-        _ record: KeyBagRecord, key: SecretBytes
-    ) throws -> (a: SecretBytes, bPrivate: SecretBytes, c: SecretBytes) {
-        (try XChaCha20Poly1305.unwrap(record.wrappedA, additionalData: record.associatedData(for: .complete), key: key),
-         try XChaCha20Poly1305.unwrap(record.wrappedBPrivate,
-                                      additionalData: record.associatedData(for: .completeUnlessOpen), key: key),
-         try XChaCha20Poly1305.unwrap(record.wrappedC,
-                                      additionalData: record.associatedData(for: .completeUntilFirstUserAuthentication),
-                                      key: key))
+    /// Sets (or, with nil, clears) the record's previous keys.
+    private static func wrap(previous: PasscodeKeys?, under key: SecretBytes, into record: inout KeyBagRecord) throws {
+        guard let previous else {
+            record.previousWrapped = nil
+            return
+        }
+        var bytes: [UInt8] = []
+        for (secret, protection) in previous.byClass {
+            bytes += try XChaCha20Poly1305.wrap(secret, additionalData: record.associatedData(for: protection, previous: true),
+                                                key: key)
+        }
+        record.previousWrapped = bytes
+    }
+
+    private static func unwrap(_ record: KeyBagRecord, key: SecretBytes) throws -> Unwrapped {
+        func open(_ wrapped: [UInt8], _ protection: ProtectionClass, previous: Bool = false) throws -> SecretBytes {
+            try XChaCha20Poly1305.unwrap(wrapped, additionalData: record.associatedData(for: protection, previous: previous),
+                                         key: key)
+        }
+        let current = PasscodeKeys(a: try open(record.wrappedA, .complete),
+                                   bPrivate: try open(record.wrappedBPrivate, .completeUnlessOpen),
+                                   c: try open(record.wrappedC, .completeUntilFirstUserAuthentication))
+        guard let wrapped = record.previousWrapped else { return Unwrapped(current: current, previous: nil) }
+        let size = KeyBagRecord.wrappedKeyByteCount
+        do {
+            let previous = PasscodeKeys(
+                a: try open(Array(wrapped[0..<size]), .complete, previous: true),
+                bPrivate: try open(Array(wrapped[size..<2 * size]), .completeUnlessOpen, previous: true),
+                c: try open(Array(wrapped[(2 * size)...]), .completeUntilFirstUserAuthentication, previous: true))
+            return Unwrapped(current: current, previous: previous)
+        } catch {
+            current.wipe()
+            throw error
+        }
     }
 
     /// D always; A, B-private and C too while no passcode is set.
@@ -289,7 +420,8 @@ public final class KeyBag {
                                                  key: deviceKeys.classD)
             var keys = ClassKeys(a: nil, bPrivate: nil, bPublic: record.classBPublicKey, c: nil, d: d)
             if !record.hasPasscode {
-                (keys.a, keys.bPrivate, keys.c) = try unwrapPasscodeClasses(record, key: deviceKeys.noPasscode)
+                let current = try unwrap(record, key: deviceKeys.noPasscode).current
+                (keys.a, keys.bPrivate, keys.c) = (current.a, current.bPrivate, current.c)
             }
             return keys
         } catch let error as SodiumError where error.code == .authenticationFailed {
@@ -306,9 +438,33 @@ public final class KeyBag {
             hasPasscode: false, salt: try SecureRandom.bytes(Argon2id.saltByteCount), cost: cost,
             classBPublicKey: b.publicKey, wrappedA: [], wrappedBPrivate: [], wrappedC: [], wrappedD: [],
             failedAttempts: 0, lastAttemptAt: 0)
-        try wrapPasscodeClasses((keys.a!, keys.bPrivate!, keys.c!), under: deviceKeys.noPasscode, into: &record)
+        try wrap(keys.passcodeKeys!, under: deviceKeys.noPasscode, into: &record)
         record.wrappedD = try XChaCha20Poly1305.wrap(keys.d, additionalData: record.associatedData(for: .none),
                                                      key: deviceKeys.classD)
         return (record, keys)
+    }
+}
+
+/// The three class keys a passcode protects.
+struct PasscodeKeys {
+    let a: SecretBytes
+    let bPrivate: SecretBytes
+    let c: SecretBytes
+
+    /// Each key with its class, in key bag order.
+    var byClass: [(SecretBytes, ProtectionClass)] {
+        [(a, .complete), (bPrivate, .completeUnlessOpen), (c, .completeUntilFirstUserAuthentication)]
+    }
+
+    func wipe() {
+        a.wipe(); bPrivate.wipe(); c.wipe()
+    }
+}
+
+extension ClassKeys {
+    /// A, B-private and C when all three are in memory.
+    var passcodeKeys: PasscodeKeys? {
+        guard let a, let bPrivate, let c else { return nil }
+        return PasscodeKeys(a: a, bPrivate: bPrivate, c: c)
     }
 }

@@ -1,16 +1,29 @@
 internal import Sodium
 
 /// The key bag as stored on disk (docs/FORMAT.md, "Key bag"): everything
-/// but the MAC, which `encode`/`decode` add and check.
+/// but the MAC, which `encode`/`decode` add and check. Reads versions 1
+/// and 2; writes the version it holds, which `KeyBag` moves to 2 as soon
+/// as it holds the keys and the key that wraps them.
 struct KeyBagRecord: Equatable {
     static let magic: [UInt8] = Array("PDKB".utf8)
-    static let version: UInt16 = 1
+    /// The version protd writes.
+    static let currentVersion: UInt16 = 2
     static let wrappedKeyByteCount = XChaCha20Poly1305.nonceByteCount + 32 + XChaCha20Poly1305.tagByteCount
     static let macByteCount = 32
-    /// Bytes covered by the wrapped keys' associated data.
-    static let boundPrefixByteCount = 72
-    static let encodedByteCount = 404
+    /// Bytes before the wrapped keys: magic, version, flags, salt, cost, B public key.
+    static let headerByteCount = 72
+    /// Size without the previous keys (every version 1 key bag).
+    static let baseByteCount = 404
+    /// Size with the previous keys (version 2, flag bit 1).
+    static let withPreviousByteCount = baseByteCount + 3 * wrappedKeyByteCount
 
+    private enum Flag {
+        static let passcode: UInt16 = 1
+        static let previousKeys: UInt16 = 2
+    }
+
+    /// 1 or 2: which associated data the wrapped keys are bound to.
+    var version: UInt16 = Self.currentVersion
     /// Whether A, B-private and C are wrapped under a passcode key (else
     /// under the device-only no-passcode key).
     var hasPasscode: Bool
@@ -21,15 +34,22 @@ struct KeyBagRecord: Equatable {
     var wrappedBPrivate: [UInt8]
     var wrappedC: [UInt8]
     var wrappedD: [UInt8]
+    /// Version 2 only: the class keys the first passcode replaced (A,
+    /// B-private, C, concatenated), wrapped under the passcode key, kept
+    /// until every file is rewrapped under the new ones (`KeyRotation`).
+    var previousWrapped: [UInt8]?
     var failedAttempts: UInt32
     var lastAttemptAt: Int64
 
-    /// The bytes the wrapped keys are bound to: magic, version, flags, salt,
-    /// cost and the class B public key, so none can be swapped unnoticed.
-    var boundPrefix: [UInt8] {
+    private var flags: UInt16 {
+        (hasPasscode ? Flag.passcode : 0) | (previousWrapped != nil ? Flag.previousKeys : 0)
+    }
+
+    /// Bytes 0..<72: magic, version, flags, salt, cost, class B public key.
+    private var header: [UInt8] {
         var bytes = Self.magic
-        bytes.appendLittleEndian(Self.version)
-        bytes.appendLittleEndian(UInt16(hasPasscode ? 1 : 0))
+        bytes.appendLittleEndian(version)
+        bytes.appendLittleEndian(flags)
         bytes += salt
         bytes.appendLittleEndian(cost.operations)
         bytes.appendLittleEndian(cost.memoryBytes)
@@ -37,41 +57,60 @@ struct KeyBagRecord: Equatable {
         return bytes
     }
 
-    /// Associated data for the wrapped key of `protection`.
-    func associatedData(for protection: ProtectionClass) -> [UInt8] {
-        boundPrefix + [protection.rawValue]
+    /// Associated data for the wrapped key of `protection` (`previous`:
+    /// of the set the first passcode replaced). Version 1 binds the whole
+    /// header, so its wrapped keys change with any flag or the public key;
+    /// version 2 binds magic, version, salt and cost, so the public key
+    /// can be checked against the private one at unlock and reported as
+    /// such (`KeyBag.unlock`), and a flag change needs no rewrap.
+    func associatedData(for protection: ProtectionClass, previous: Bool = false) -> [UInt8] {
+        if version == 1 { return header + [protection.rawValue] }
+        var bytes = Self.magic
+        bytes.appendLittleEndian(version)
+        bytes += salt
+        bytes.appendLittleEndian(cost.operations)
+        bytes.appendLittleEndian(cost.memoryBytes)
+        return bytes + [(previous ? 0x80 : 0) | protection.rawValue]
     }
 
     /// The full file: record then a keyed BLAKE2b MAC under `macKey`.
     func encode(macKey: SecretBytes) throws -> [UInt8] {
-        var bytes = boundPrefix
+        precondition(version == Self.currentVersion || previousWrapped == nil, "version 1 has no previous keys")
+        var bytes = header
         bytes += wrappedA + wrappedBPrivate + wrappedC + wrappedD
+        bytes += previousWrapped ?? []
         bytes.appendLittleEndian(failedAttempts)
         bytes.appendLittleEndian(lastAttemptAt)
         bytes += try KeyedBlake2b.mac(key: macKey, parts: [bytes], length: Self.macByteCount)
-        precondition(bytes.count == Self.encodedByteCount, "key bag layout out of step with its size")
+        precondition(bytes.count == (previousWrapped == nil ? Self.baseByteCount : Self.withPreviousByteCount),
+                     "key bag layout out of step with its size")
         return bytes
     }
 
     /// Parses and authenticates a stored key bag.
     static func decode(_ bytes: [UInt8], macKey: SecretBytes) throws -> KeyBagRecord {
-        guard bytes.count == encodedByteCount else {
-            throw ProtectionError(.keyBagCorrupt, "key bag has \(bytes.count) bytes, expected \(encodedByteCount)")
+        guard bytes.count == baseByteCount || bytes.count == withPreviousByteCount else {
+            throw ProtectionError(.keyBagCorrupt,
+                                  "key bag has \(bytes.count) bytes, expected \(baseByteCount) or \(withPreviousByteCount)")
         }
-        let body = Array(bytes[..<(encodedByteCount - macByteCount)])
+        let body = Array(bytes[..<(bytes.count - macByteCount)])
         let expected = try KeyedBlake2b.mac(key: macKey, parts: [body], length: macByteCount)
-        guard KeyedBlake2b.tagsEqual(expected, Array(bytes[(encodedByteCount - macByteCount)...])) else {
+        guard KeyedBlake2b.tagsEqual(expected, Array(bytes[(bytes.count - macByteCount)...])) else {
             throw ProtectionError(.keyBagCorrupt,
                                   "key bag failed authentication: it was modified, or the device secret is not the one it was made with")
         }
         var reader = ByteReader(body)
         guard reader.read(4) == magic else { throw ProtectionError(.keyBagCorrupt, "not a protd key bag") }
-        guard reader.readLittleEndian(UInt16.self) == version else {
-            throw ProtectionError(.keyBagCorrupt, "unsupported key bag version")
-        }
-        // Lengths are fixed and were checked above, so the reads cannot fail.
+        let version: UInt16 = reader.readLittleEndian()!
+        guard version == 1 || version == 2 else { throw ProtectionError(.keyBagCorrupt, "unsupported key bag version") }
+        // Lengths were checked above, so the reads cannot fail.
         let flags: UInt16 = reader.readLittleEndian()!
-        guard flags & ~1 == 0 else { throw ProtectionError(.keyBagCorrupt, "key bag has unknown flags \(flags)") }
+        let known = version == 1 ? Flag.passcode : Flag.passcode | Flag.previousKeys
+        guard flags & ~known == 0 else { throw ProtectionError(.keyBagCorrupt, "key bag has unknown flags \(flags)") }
+        let hasPrevious = flags & Flag.previousKeys != 0
+        guard (bytes.count == withPreviousByteCount) == hasPrevious, !hasPrevious || flags & Flag.passcode != 0 else {
+            throw ProtectionError(.keyBagCorrupt, "key bag's size does not match its flags")
+        }
         let salt = reader.read(Argon2id.saltByteCount)!
         let cost = Argon2id.Cost(operations: reader.readLittleEndian()!, memoryBytes: reader.readLittleEndian()!)
         do {
@@ -80,7 +119,8 @@ struct KeyBagRecord: Equatable {
             throw ProtectionError(.keyBagCorrupt, "key bag has an unusable passcode cost: \(error)")
         }
         return KeyBagRecord(
-            hasPasscode: flags & 1 == 1,
+            version: version,
+            hasPasscode: flags & Flag.passcode != 0,
             salt: salt,
             cost: cost,
             classBPublicKey: reader.read(32)!,
@@ -88,6 +128,7 @@ struct KeyBagRecord: Equatable {
             wrappedBPrivate: reader.read(wrappedKeyByteCount)!,
             wrappedC: reader.read(wrappedKeyByteCount)!,
             wrappedD: reader.read(wrappedKeyByteCount)!,
+            previousWrapped: hasPrevious ? reader.read(3 * wrappedKeyByteCount)! : nil,
             failedAttempts: reader.readLittleEndian()!,
             lastAttemptAt: reader.readLittleEndian()!)
     }

@@ -110,6 +110,12 @@ struct FileStore: Sendable {
         return results.sorted { $0.name < $1.name }
     }
 
+    /// Every namespace with a directory in the store.
+    func namespaces() throws -> [Namespace] {
+        guard Posix.exists(root) else { return [] }
+        return try Posix.listDirectory(root).compactMap(UInt32.init).sorted().map(Namespace.init(uid:))
+    }
+
     /// Whether any namespace holds a regular file (stops at the first).
     func holdsAnyFile() throws -> Bool {
         guard Posix.exists(root) else { return false }
@@ -122,8 +128,8 @@ struct FileStore: Sendable {
             }
             return false
         }
-        for uid in try Posix.listDirectory(root) where UInt32(uid) != nil {
-            let files = "\(root)/\(uid)/files"
+        for namespace in try namespaces() {
+            let files = filesDirectory(namespace)
             if Posix.exists(files), try holdsFile(files) { return true }
         }
         return false

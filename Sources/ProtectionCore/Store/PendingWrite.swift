@@ -15,6 +15,9 @@ public final class PendingWrite: @unchecked Sendable {
     private var done = false
     /// The write's share of the namespace's quota; nil when none is set.
     var quotaCharge: QuotaCharge?
+    /// The class keys' use this write holds until its file has its name
+    /// or is dropped (`KeyRotation`).
+    var keyUse: KeyUse?
 
     init(name: FileName, protection: ProtectionClass, transaction: AtomicFileTransaction, writer: SegmentStreamWriter,
          durable: Bool) {
@@ -60,9 +63,11 @@ public final class PendingWrite: @unchecked Sendable {
             writer.discard()
             transaction.abort()
             quotaCharge?.cancel()
+            keyUse?.end()
             throw error
         }
         quotaCharge?.finish(size: writer.size)
+        keyUse?.end()
         return writer.size
     }
 
@@ -76,6 +81,7 @@ public final class PendingWrite: @unchecked Sendable {
         writer.discard()
         transaction.abort()
         quotaCharge?.cancel()
+        keyUse?.end()
     }
 
     deinit { abort() }

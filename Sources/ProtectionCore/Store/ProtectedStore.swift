@@ -22,6 +22,13 @@ public final class ProtectedStore: Sendable {
         var pendingWrites: [ObjectIdentifier: WeakPendingWrite] = [:]
         /// A device secret change that waits for the passcode.
         var deviceSecretMigration: DeviceSecretMigration?
+        /// Operations wrapping file keys (creates, whole-file writes, class
+        /// changes) in progress, by the key generation they took their keys
+        /// from; the first passcode starts a new generation (`KeyRotation`).
+        var keyUsers = KeyUsers()
+        /// Why the key bag can no longer be trusted, once an unlock found it
+        /// altered; no key is used after that (`currentKeys()`).
+        var fault: String?
     }
 
     private struct WeakPendingWrite {
@@ -115,7 +122,8 @@ public final class ProtectedStore: Sendable {
             StoreStatus(state: state.machine.state, passcodeSet: state.keyBag.hasPasscode,
                         failedAttempts: state.keyBag.failedAttempts,
                         secondsUntilNextAttempt: state.keyBag.secondsUntilNextAttempt,
-                        lockDeadline: state.machine.deadline, eventSequence: state.machine.sequence)
+                        lockDeadline: state.machine.deadline, eventSequence: state.machine.sequence,
+                        fault: state.fault)
         }
     }
 
@@ -123,22 +131,75 @@ public final class ProtectedStore: Sendable {
     /// Returns the events to deliver (`didBecomeAvailable`). When the
     /// failure erased everything (erase-after-N), the erase is completed
     /// and its event waits in `takeUndeliveredEvents()`.
+    /// An unlock that finds a key rotation pending (a crash interrupted the
+    /// one the first passcode started) finishes it before returning.
     public func unlock(passcode: SecretBytes) throws -> [ProtectionEvent] {
-        try completingErase { state in
-            try ProtectionError.translating { try state.keyBag.unlock(passcode: passcode) }
+        let events = try completingErase { state in
+            try checkingKeyBag(in: &state) { try $0.unlock(passcode: passcode) }
             completeDeviceSecretMigration(in: &state, passcode: passcode)
             return perform(state.machine.unlockSucceeded(), on: &state).events
         }
+        completeKeyRotation()
+        return events
     }
 
-    /// Sets the first passcode, or changes it given the current one. Only
-    /// the key bag is rewritten. The lock state does not change. A wrong
-    /// old passcode counts as a failed attempt, erase-after-N included.
+    /// Sets the first passcode, or changes it given the current one. A
+    /// change rewrites only the key bag. The first passcode replaces the
+    /// A, B and C keys, which the device secret alone could reach, and
+    /// rewraps every file's key under the new ones before returning
+    /// (`KeyRotation`). The lock state does not change. A wrong old
+    /// passcode counts as a failed attempt, erase-after-N included.
     public func setPasscode(_ new: SecretBytes, old: SecretBytes?) throws {
         try completingErase { state in
-            try ProtectionError.translating { try state.keyBag.setPasscode(new, old: old) }
+            let first = !state.keyBag.hasPasscode
+            try checkingKeyBag(in: &state) { try $0.setPasscode(new, old: old) }
+            if first { state.keyUsers.startGeneration() }
             completeDeviceSecretMigration(in: &state, passcode: new)
         }
+        completeKeyRotation()
+    }
+
+    /// Runs a key bag call that checks the passcode; when it finds the key
+    /// bag altered (`keyBagCorrupt`), the store stops using keys and
+    /// `status` reports why, until a restart.
+    private func checkingKeyBag(in state: inout State, _ body: (KeyBag) throws -> Void) throws {
+        if let fault = state.fault { throw ProtectionError(.keyBagCorrupt, fault) }
+        let keyBag = state.keyBag
+        do {
+            try ProtectionError.translating { try body(keyBag) }
+        } catch let error as ProtectionError where error.code == .keyBagCorrupt {
+            state.fault = error.message
+            invalidateHandles(in: &state) { _ in true }
+            throw error
+        }
+    }
+
+    /// Rewraps every file still wrapped under the keys the first passcode
+    /// replaced, then drops those keys, unless a file could not be
+    /// rewrapped or an operation that took them is still running: then
+    /// the next unlock tries again.
+    private func completeKeyRotation() {
+        guard state.withLock({ $0.keyBag.rotationPending }) else { return }
+        let outcome = KeyRotation(files: files, openFile: openFileAttributes) { name, namespace in
+            let keys = try self.currentKeys()
+            let flush = try self.withOpenFile(name, in: namespace) { file in
+                try file.changeProtection(to: file.header.protection, keys: keys)
+            }
+            try flush.run()
+        }.run()
+        let notice = state.withLock { state -> StoreNotice in
+            guard state.keyBag.rotationPending else { return outcome.notice(finished: true) }
+            guard outcome.unfinished.isEmpty, !state.keyUsers.olderGenerationInUse else {
+                return outcome.notice(finished: false)
+            }
+            do {
+                try state.keyBag.finishRotation()
+                return outcome.notice(finished: true)
+            } catch {
+                return .failed("dropping the class keys the first passcode replaced: \(error)")
+            }
+        }
+        notify(notice)
     }
 
     /// Finishes a pending device secret change now that `passcode` was
@@ -278,7 +339,7 @@ public final class ProtectedStore: Sendable {
     public func beginWrite(
         to name: FileName, in namespace: Namespace, protection: ProtectionClass = .default, durable: Bool = true
     ) throws -> PendingWrite {
-        let keys = currentKeys()
+        let (keys, keyUse) = try keysForWrapping()
         let path = try files.pathCreatingParents(for: name, in: namespace)
         // Quota (NamespaceQuota): a new file counts now, its bytes as they come.
         let quotaCharge = quota.charge(replacing: path, in: namespace) { try? attributes(of: name, in: namespace).size }
@@ -291,6 +352,7 @@ public final class ProtectedStore: Sendable {
         let pending = PendingWrite(name: name, protection: protection, transaction: transaction, writer: writer,
                                    durable: durable)
         pending.quotaCharge = quotaCharge
+        pending.keyUse = keyUse
         try state.withLock { state in
             // A class A write may not start after its key is gone.
             if protection == .complete && state.keyBag.keys.a == nil {
@@ -342,7 +404,7 @@ public final class ProtectedStore: Sendable {
         let fd = try Posix.open(path, O_RDONLY | O_NOFOLLOW)
         defer { close(fd) }
         let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
-        let keys = currentKeys()
+        let keys = try currentKeys()
         let shared = joinSharedFile(identity)
         defer { leaveSharedFile(shared) }
         let range = offset..<(offset + min(count, Int.max - offset))
@@ -387,7 +449,7 @@ public final class ProtectedStore: Sendable {
         } catch let error as ProtectionError where error.code == .notFound {
             return nil
         }
-        let keys = currentKeys()
+        let keys = try currentKeys()
         return try handOut(fd, at: path, name: name, in: namespace) {
             try EncryptedFile.open(fd: fd, path: path, keys: keys)
         }
@@ -404,7 +466,8 @@ public final class ProtectedStore: Sendable {
                         protection: ProtectionClass) throws -> ProtectedFileHandle {
         let (fd, temporary) = try files.atomicWriter(for: namespace).createTemporary()
         defer { unlink(temporary) }
-        let keys = currentKeys()
+        let (keys, keyUse) = try keysForWrapping()
+        defer { keyUse.end() }
         return try handOut(fd, at: path, name: name, in: namespace, naming: temporary) {
             try EncryptedFile.create(fd: fd, path: path, protection: protection, format: format, keys: keys)
         }
@@ -451,7 +514,8 @@ public final class ProtectedStore: Sendable {
     /// old class's key must be available to unwrap it, the new class's to
     /// wrap it (for class B the public key suffices). Content is untouched.
     public func setProtection(_ protection: ProtectionClass, of name: FileName, in namespace: Namespace) throws {
-        let keys = currentKeys()
+        let (keys, keyUse) = try keysForWrapping()
+        defer { keyUse.end() }
         let flush = try withOpenFile(name, in: namespace) { try $0.changeProtection(to: protection, keys: keys) }
         try flush.run()
     }
@@ -485,8 +549,23 @@ public final class ProtectedStore: Sendable {
 
     // MARK: - Internals
 
-    private func currentKeys() -> ClassKeys {
-        state.withLock { $0.keyBag.keys }
+    /// The keys in memory now; `keyBagCorrupt` once an unlock found the
+    /// key bag altered.
+    private func currentKeys() throws -> ClassKeys {
+        try state.withLock { state in
+            if let fault = state.fault { throw ProtectionError(.keyBagCorrupt, fault) }
+            return state.keyBag.keys
+        }
+    }
+
+    /// `currentKeys()` for an operation that wraps a file key with them;
+    /// it holds the returned use until its new wrapping has a name.
+    private func keysForWrapping() throws -> (ClassKeys, KeyUse) {
+        try state.withLock { state in
+            if let fault = state.fault { throw ProtectionError(.keyBagCorrupt, fault) }
+            let generation = state.keyUsers.begin()
+            return (state.keyBag.keys, KeyUse { [weak self] in self?.state.withLock { $0.keyUsers.end(generation) } })
+        }
     }
 
     /// Opens `name` for a one-off operation (which needs its class key)
@@ -502,7 +581,7 @@ public final class ProtectedStore: Sendable {
         var ownsFD = true
         defer { if ownsFD { close(fd) } }
         let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
-        let keys = currentKeys()
+        let keys = try currentKeys()
         let shared = joinSharedFile(identity)
         defer { leaveSharedFile(shared) }
         return try shared.join(on: name, open: {

@@ -60,6 +60,8 @@ public struct StoreStatus: Sendable, Equatable {
     public let lockDeadline: ContinuousClock.Instant?
     /// Sequence number of the last event.
     public let eventSequence: UInt64
+    /// Why no key is used any more (an unlock found the key bag altered), or nil.
+    public let fault: String?
 }
 
 /// What a lock request or a lock-related event led to.

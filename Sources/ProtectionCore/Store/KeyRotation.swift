@@ -1,0 +1,105 @@
+internal import Sodium
+
+/// Moves every class A, B and C file from the class keys the first
+/// passcode replaced to the new ones: each file key is rewrapped in place
+/// under the current class key, the way a class change does (one header
+/// write, whatever the file's size). Until that is done, the previous keys
+/// stay in the key bag under the passcode, so a crash loses nothing: the
+/// next unlock runs it again (rewrapping a file twice does no harm).
+struct KeyRotation {
+    /// What a run did.
+    struct Outcome: Sendable, Equatable {
+        /// Files rewrapped under the new keys.
+        var rewrapped = 0
+        /// Files whose key opens under neither set (damaged, or made by
+        /// another key bag): they stay as they are.
+        var damaged: [String] = []
+        /// Files that could not be rewrapped now (an I/O error, a class
+        /// key gone with a lock): the rotation stays pending for them.
+        var unfinished: [String] = []
+
+        /// The notice to log, given whether the previous keys were dropped.
+        func notice(finished: Bool) -> StoreNotice {
+            .keyRotation(rewrapped: rewrapped, damaged: damaged, unfinished: unfinished, finished: finished)
+        }
+    }
+
+    let files: FileStore
+    let openFile: FileStore.OpenFileAttributes
+    /// Rewraps one file's key under the current class key.
+    let rewrap: (FileName, Namespace) throws -> Void
+
+    func run() -> Outcome {
+        var outcome = Outcome()
+        let namespaces: [Namespace]
+        do {
+            namespaces = try files.namespaces()
+        } catch {
+            outcome.unfinished.append("the store: \(error)")
+            return outcome
+        }
+        for namespace in namespaces {
+            let listed: [FileAttributes]
+            do {
+                listed = try files.list(in: namespace, prefix: "", openFile: openFile)
+            } catch {
+                outcome.unfinished.append("\(namespace): \(error)")
+                continue
+            }
+            for file in listed where file.protection != .none {
+                do {
+                    try rewrap(file.name, namespace)
+                    outcome.rewrapped += 1
+                } catch let error as ProtectionError where error.code == .notFound {
+                    continue  // deleted meanwhile
+                } catch let error as ProtectionError where error.code == .integrityFailure {
+                    outcome.damaged.append("\(namespace) \(file.name)")
+                } catch {
+                    outcome.unfinished.append("\(namespace) \(file.name): \(error)")
+                }
+            }
+        }
+        return outcome
+    }
+}
+
+/// Which key generations operations that wrap file keys hold, so the
+/// previous keys are dropped only once none still wraps with them.
+struct KeyUsers {
+    private var generation: UInt64 = 0
+    private var users: [UInt64: Int] = [:]
+
+    /// The first passcode replaced the class keys.
+    mutating func startGeneration() { generation += 1 }
+
+    /// An operation took the current keys; returns their generation.
+    mutating func begin() -> UInt64 {
+        users[generation, default: 0] += 1
+        return generation
+    }
+
+    /// The operation that took keys of `generation` is done.
+    mutating func end(_ generation: UInt64) {
+        users[generation, default: 1] -= 1
+        if users[generation] == 0 { users.removeValue(forKey: generation) }
+    }
+
+    /// Whether an operation still wraps with keys older than the current ones.
+    var olderGenerationInUse: Bool { users.keys.contains { $0 < generation } }
+}
+
+/// One operation's hold on the class keys it wraps with; `end()` (or
+/// dropping it) lets go, once.
+final class KeyUse: @unchecked Sendable {
+    private var release: (() -> Void)?
+
+    init(_ release: @escaping () -> Void) { self.release = release }
+
+    func end() {
+        let release = self.release
+        self.release = nil
+        release?()
+    }
+
+    deinit { end() }
+}

@@ -68,6 +68,20 @@ struct KeyBagRecordTests {
         #expect(refusal(try resealed(try first.encode(macKey: macKey)) { $0[6] |= 2 }) == .keyBagCorrupt)
     }
 
+    @Test("flag bit 2 (recovery) reads back alone and with bit 1, at the sizes docs/FORMAT.md gives")
+    func recoveryFlag() throws {
+        var both = record
+        both.hasPasscode = true
+        both.recoveryWrapped = [UInt8](repeating: 5, count: KeyBagRecord.recoveryByteCount)
+        #expect(try both.encode(macKey: macKey).count == 660)
+        #expect(try KeyBagRecord.decode(try both.encode(macKey: macKey), macKey: macKey) == both)
+        both.previousWrapped = [UInt8](repeating: 9, count: KeyBagRecord.previousByteCount)
+        let encoded = try both.encode(macKey: macKey)
+        #expect(encoded.count == 876)
+        #expect(try KeyBagRecord.decode(encoded, macKey: macKey) == both)
+        #expect(refusal(try resealed(encoded) { $0[6] &= ~4 }) == .keyBagCorrupt)
+    }
+
     @Test("version 2 binds wrapped keys to magic, version, salt and cost, not to the flags or the public key")
     func associatedData() {
         var other = record

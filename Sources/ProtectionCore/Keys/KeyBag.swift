@@ -36,6 +36,8 @@ public final class KeyBag {
         static let noPasscode = Array("protd.keybag.no-passcode.v1".utf8)
         static let recordMAC = Array("protd.keybag.record-mac.v1".utf8)
         static let passcode = Array("protd.keybag.passcode.v1".utf8)
+        static let recovery = Array("protd.keybag.recovery.v1".utf8)
+        static let recoveryOuter = Array("protd.keybag.recovery-outer.v1".utf8)
     }
 
     /// Keys that depend on the device secret alone.
@@ -43,11 +45,14 @@ public final class KeyBag {
         let classD: SecretBytes
         let noPasscode: SecretBytes
         let recordMAC: SecretBytes
+        /// Wraps the recovery wrapping, so a recovery key is useless without the device secret.
+        let recoveryOuter: SecretBytes
 
         init(_ deviceSecret: SecretBytes) throws {
             classD = try KeyedBlake2b.deriveKey(key: deviceSecret, parts: [Label.classD])
             noPasscode = try KeyedBlake2b.deriveKey(key: deviceSecret, parts: [Label.noPasscode])
             recordMAC = try KeyedBlake2b.deriveKey(key: deviceSecret, parts: [Label.recordMAC])
+            recoveryOuter = try KeyedBlake2b.deriveKey(key: deviceSecret, parts: [Label.recoveryOuter])
         }
     }
 
@@ -92,6 +97,8 @@ public final class KeyBag {
     /// Whether files may still be wrapped under the keys the first
     /// passcode replaced (`KeyRotation`).
     var rotationPending: Bool { record.previousWrapped != nil }
+    /// Whether a recovery key can reset the passcode.
+    public var hasRecoveryKey: Bool { record.recoveryWrapped != nil }
     /// Consecutive failed attempts recorded on disk.
     public var failedAttempts: Int { Int(record.failedAttempts) }
     /// Seconds until another unlock attempt is allowed (0 = now).
@@ -190,6 +197,121 @@ public final class KeyBag {
         keys.previous = nil
     }
 
+    /// Makes a random 256-bit recovery key and adds a second wrapping of
+    /// A, B-private and C under it (replacing an older one), after
+    /// checking `passcode` as an attempt. The recovery key is returned
+    /// once and stored nowhere; alone, without the device secret, it opens
+    /// nothing. Throws `noPasscodeSet` without a passcode, and
+    /// `protectedDataUnavailable` while the first passcode's key rotation
+    /// is unfinished (the previous keys would not be covered).
+    public func createRecovery(passcode: SecretBytes) throws -> SecretBytes {
+        guard record.hasPasscode else {
+            throw ProtectionError(.noPasscodeSet, "a recovery key resets the passcode; set one with passwd first")
+        }
+        guard record.previousWrapped == nil else {
+            throw ProtectionError(.protectedDataUnavailable,
+                                  "files are still being moved to the keys the first passcode made; unlock, then try again")
+        }
+        let unwrapped = try verify(passcode)
+        defer { unwrapped.current.wipe() }
+        let recoveryKey = try SecretBytes.random(count: 32)
+        var updated = record
+        do {
+            updated.recoveryWrapped = try recoveryWrapping(of: unwrapped.current, recoveryKey: recoveryKey,
+                                                          in: updated, outerKey: deviceKeys.recoveryOuter)
+            try persist(updated)
+        } catch {
+            recoveryKey.wipe()
+            throw error
+        }
+        record = updated
+        return recoveryKey
+    }
+
+    /// Deletes the recovery wrapping: the recovery key opens nothing after.
+    public func removeRecovery() throws {
+        guard record.recoveryWrapped != nil else { return }
+        var updated = record
+        updated.recoveryWrapped = nil
+        try persist(updated)
+        record = updated
+    }
+
+    /// Sets `new` as the passcode after checking `recoveryKey` as an
+    /// attempt (same schedule and record as unlock), and unlocks: every
+    /// file stays readable, and the recovery key stays valid. Throws
+    /// `notFound` when no recovery key is set, `wrongPasscode` for a
+    /// wrong one.
+    public func resetPasscode(recoveryKey: SecretBytes, new: SecretBytes) throws {
+        guard record.recoveryWrapped != nil else {
+            throw ProtectionError(.notFound, "no recovery key is set")
+        }
+        let unwrapped = try attempt(checking: "recovery key") { record in
+            try Self.unwrapRecovery(record, recoveryKey: recoveryKey, outerKey: deviceKeys.recoveryOuter)
+        }
+        var updated = record
+        updated.salt = try SecureRandom.bytes(Argon2id.saltByteCount)
+        updated.cost = cost
+        do {
+            let passcodeKey = try derivePasscodeKey(new, salt: updated.salt, cost: cost)
+            defer { passcodeKey.wipe() }
+            try Self.wrap(unwrapped.current, under: passcodeKey, into: &updated)
+            try wrapClassD(into: &updated, key: deviceKeys.classD)
+            try persist(updated)
+        } catch {
+            unwrapped.current.wipe()
+            throw error
+        }
+        record = updated
+        install(unwrapped.current.a, at: \.a)
+        install(unwrapped.current.bPrivate, at: \.bPrivate)
+        install(unwrapped.current.c, at: \.c)
+    }
+
+    /// The recovery wrapping of `keys`: each wrapped under a key from
+    /// `recoveryKey`, the three wrapped again under `outerKey`.
+    private func recoveryWrapping(of keys: PasscodeKeys, recoveryKey: SecretBytes, in record: KeyBagRecord,
+                                  outerKey: SecretBytes) throws -> [UInt8] {
+        let innerKey = try KeyedBlake2b.deriveKey(key: recoveryKey, parts: [Label.recovery])
+        defer { innerKey.wipe() }
+        var inner: [UInt8] = []
+        defer { zeroFill(&inner) }
+        for (secret, protection) in keys.byClass {
+            inner += try XChaCha20Poly1305.wrap(secret, additionalData: record.recoveryAssociatedData(for: protection),
+                                                key: innerKey)
+        }
+        let innerSecret = try inner.withUnsafeBytes { try SecretBytes(copying: $0) }
+        defer { innerSecret.wipe() }
+        return try XChaCha20Poly1305.wrap(innerSecret, additionalData: record.recoveryAssociatedData(), key: outerKey)
+    }
+
+    /// A, B-private and C from the recovery wrapping; `SodiumError`
+    /// `authenticationFailed` for a wrong recovery key.
+    private static func unwrapRecovery(_ record: KeyBagRecord, recoveryKey: SecretBytes,
+                                       outerKey: SecretBytes) throws -> Unwrapped {
+        guard let wrapped = record.recoveryWrapped else { throw ProtectionError(.notFound, "no recovery key is set") }
+        let inner: SecretBytes
+        do {
+            inner = try XChaCha20Poly1305.unwrap(wrapped, additionalData: record.recoveryAssociatedData(), key: outerKey)
+        } catch let error as SodiumError where error.code == .authenticationFailed {
+            throw ProtectionError(.keyBagCorrupt, "the key bag's recovery wrapping does not authenticate under the device secret")
+        }
+        defer { inner.wipe() }
+        let innerKey = try KeyedBlake2b.deriveKey(key: recoveryKey, parts: [Label.recovery])
+        defer { innerKey.wipe() }
+        let size = KeyBagRecord.wrappedKeyByteCount
+        return try inner.withUnsafeBytes { bytes in
+            func open(_ index: Int, _ protection: ProtectionClass) throws -> SecretBytes {
+                try XChaCha20Poly1305.unwrap(Array(bytes[(index * size)..<((index + 1) * size)]),
+                                             additionalData: record.recoveryAssociatedData(for: protection), key: innerKey)
+            }
+            let a = try open(0, .complete)
+            let b = try open(1, .completeUnlessOpen)
+            let c = try open(2, .completeUntilFirstUserAuthentication)
+            return Unwrapped(current: PasscodeKeys(a: a, bPrivate: b, c: c), previous: nil)
+        }
+    }
+
     /// Rewraps everything that depends on the device secret under
     /// `newSecret` and writes the key bag once, atomically: the MAC, class
     /// D, and A, B-private and C (under the new no-passcode key, or, with a
@@ -221,6 +343,13 @@ public final class KeyBag {
                 throw ProtectionError(.keyBagCorrupt, "class keys missing while no passcode is set")
             }
             try Self.wrap(current, under: newKeys.noPasscode, into: &updated)
+        }
+        if let recovery = record.recoveryWrapped {
+            let inner = try XChaCha20Poly1305.unwrap(recovery, additionalData: record.recoveryAssociatedData(),
+                                                     key: deviceKeys.recoveryOuter)
+            defer { inner.wipe() }
+            updated.recoveryWrapped = try XChaCha20Poly1305.wrap(inner, additionalData: updated.recoveryAssociatedData(),
+                                                                 key: newKeys.recoveryOuter)
         }
         try wrapClassD(into: &updated, key: newKeys.classD)
         try persist(updated, macKey: newKeys.recordMAC)
@@ -259,11 +388,43 @@ public final class KeyBag {
         let previous: PasscodeKeys?
     }
 
-    /// Rate-limits, records the attempt, then unwraps A, B-private and C
-    /// (and the previous keys) under the passcode key and checks the class
-    /// B public key. Resets the count on success, writing a version 1 key
-    /// bag as version 2 on the way.
+    /// Checks `passcode` as an attempt (`attempt(checking:)`): unwraps A,
+    /// B-private and C (and the previous keys) under the passcode key.
+    /// Writes a version 1 key bag as version 2 on success.
     private func verify(_ passcode: SecretBytes) throws -> Unwrapped {
+        var passcodeKey: SecretBytes?
+        defer { passcodeKey?.wipe() }
+        return try attempt(checking: "passcode", { record in
+            do {
+                passcodeKey = try derivePasscodeKey(passcode, salt: record.salt, cost: record.cost)
+            } catch {
+                throw NotChecked(reason: "\(error)")
+            }
+            return try Self.unwrap(record, key: passcodeKey!)
+        }, onSuccess: { success, unwrapped in
+            guard success.version != KeyBagRecord.currentVersion, let passcodeKey else { return }
+            success.version = KeyBagRecord.currentVersion
+            try Self.wrap(unwrapped.current, under: passcodeKey, into: &success)
+            try wrapClassD(into: &success, key: deviceKeys.classD)
+        })
+    }
+
+    /// A credential check that could not run (Argon2id out of memory).
+    private struct NotChecked: Error {
+        let reason: String
+    }
+
+    /// One counted attempt at `what` (the passcode, a recovery key):
+    /// rate-limits, checks the key bag is the one protd wrote, records the
+    /// attempt on disk, then runs `unwrap` on the record. An unwrap that
+    /// fails authentication is a failed attempt (`failAttempt`); one that
+    /// throws `NotChecked` takes the attempt back. On success it checks
+    /// the class B public key, lets `onSuccess` amend the record and
+    /// writes the count back to 0.
+    private func attempt(
+        checking what: String, _ unwrap: (KeyBagRecord) throws -> Unwrapped,
+        onSuccess: (inout KeyBagRecord, Unwrapped) throws -> Void = { _, _ in }
+    ) throws -> Unwrapped {
         let now = clock.secondsSinceEpoch()
         let wait = policy.secondsUntilNextAttempt(failures: failedAttempts, lastAttemptAt: record.lastAttemptAt, now: now)
         guard wait == 0 else {
@@ -281,27 +442,21 @@ public final class KeyBag {
         } catch let error as ProtectionError {
             // A full disk: unrecorded attempts must not be checked (they
             // would not count against the limit).
-            throw ProtectionError(error.code, "the attempt could not be recorded, so the passcode was not checked "
+            throw ProtectionError(error.code, "the attempt could not be recorded, so the \(what) was not checked "
                                   + "and the attempt was not counted: \(error.message)")
         }
         record = attempt
 
-        let passcodeKey: SecretBytes
-        do {
-            passcodeKey = try derivePasscodeKey(passcode, salt: record.salt, cost: record.cost)
-        } catch {
-            // Argon2id could not run (out of memory): the passcode was not
-            // checked, so the attempt is taken back. If that write fails
-            // too, it stays counted, as after a crash.
-            if (try? persist(before)) != nil { record = before }
-            throw ProtectionError(.ioFailure, "the passcode could not be checked, so the attempt was not counted: \(error)")
-        }
-        defer { passcodeKey.wipe() }
         let unwrapped: Unwrapped
         do {
-            unwrapped = try Self.unwrap(record, key: passcodeKey)
+            unwrapped = try unwrap(record)
+        } catch let error as NotChecked {
+            // The check could not run, so the attempt is taken back. If
+            // that write fails too, it stays counted, as after a crash.
+            if (try? persist(before)) != nil { record = before }
+            throw ProtectionError(.ioFailure, "the \(what) could not be checked, so the attempt was not counted: \(error.reason)")
         } catch let error as SodiumError where error.code == .authenticationFailed {
-            try failAttempt()
+            try failAttempt(what)
         }
         var success = record
         success.failedAttempts = 0
@@ -311,11 +466,7 @@ public final class KeyBag {
                                       + "someone holding the device secret replaced it, so class B files created "
                                       + "since may be readable by them")
             }
-            if success.version != KeyBagRecord.currentVersion {
-                success.version = KeyBagRecord.currentVersion
-                try Self.wrap(unwrapped.current, under: passcodeKey, into: &success)
-                try wrapClassD(into: &success, key: deviceKeys.classD)
-            }
+            try onSuccess(&success, unwrapped)
             try persist(success)
         } catch {
             unwrapped.current.wipe()
@@ -339,17 +490,17 @@ public final class KeyBag {
         }
     }
 
-    /// After a wrong passcode: erase when the policy says so, else report
+    /// After a wrong passcode or recovery key: erase when the policy says so, else report
     /// the count and the wait.
-    private func failAttempt() throws -> Never {
+    private func failAttempt(_ what: String) throws -> Never {
         if let limit = policy.eraseAfter, failedAttempts >= limit {
             try erase()
             throw ProtectionError(.erasedAfterFailedAttempts,
-                                  "wrong passcode; \(limit) consecutive failures: every key was erased as configured")
+                                  "wrong \(what); \(limit) consecutive failures: every key was erased as configured")
         }
         let wait = policy.delay(afterFailures: failedAttempts)
         // The wait travels as retryAfterSeconds; clients say it in their own words.
-        throw ProtectionError(.wrongPasscode, "\(failedAttempts) consecutive failed attempts",
+        throw ProtectionError(.wrongPasscode, "wrong \(what): \(failedAttempts) consecutive failed attempts",
                               retryAfterSeconds: wait > 0 ? wait : nil)
     }
 

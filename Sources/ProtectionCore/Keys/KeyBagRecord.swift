@@ -12,14 +12,21 @@ struct KeyBagRecord: Equatable {
     static let macByteCount = 32
     /// Bytes before the wrapped keys: magic, version, flags, salt, cost, B public key.
     static let headerByteCount = 72
-    /// Size without the previous keys (every version 1 key bag).
+    /// Size without the previous keys or a recovery key (every version 1 key bag).
     static let baseByteCount = 404
-    /// Size with the previous keys (version 2, flag bit 1).
-    static let withPreviousByteCount = baseByteCount + 3 * wrappedKeyByteCount
+    /// Bytes of the previous keys (version 2, flag bit 1).
+    static let previousByteCount = 3 * wrappedKeyByteCount
+    /// Bytes of the recovery wrapping (version 2, flag bit 2): the three
+    /// wraps under the recovery key, wrapped again under a device key.
+    static let recoveryByteCount = XChaCha20Poly1305.nonceByteCount + 3 * wrappedKeyByteCount
+        + XChaCha20Poly1305.tagByteCount
+    /// Size with the previous keys and no recovery key.
+    static let withPreviousByteCount = baseByteCount + previousByteCount
 
     private enum Flag {
         static let passcode: UInt16 = 1
         static let previousKeys: UInt16 = 2
+        static let recovery: UInt16 = 4
     }
 
     /// 1 or 2: which associated data the wrapped keys are bound to.
@@ -38,11 +45,16 @@ struct KeyBagRecord: Equatable {
     /// B-private, C, concatenated), wrapped under the passcode key, kept
     /// until every file is rewrapped under the new ones (`KeyRotation`).
     var previousWrapped: [UInt8]?
+    /// Version 2 only: A, B-private and C wrapped under a key from the
+    /// recovery key, all wrapped again under a key from the device secret
+    /// (`KeyBag.createRecovery`).
+    var recoveryWrapped: [UInt8]?
     var failedAttempts: UInt32
     var lastAttemptAt: Int64
 
     private var flags: UInt16 {
         (hasPasscode ? Flag.passcode : 0) | (previousWrapped != nil ? Flag.previousKeys : 0)
+            | (recoveryWrapped != nil ? Flag.recovery : 0)
     }
 
     /// Bytes 0..<72: magic, version, flags, salt, cost, class B public key.
@@ -73,25 +85,41 @@ struct KeyBagRecord: Equatable {
         return bytes + [(previous ? 0x80 : 0) | protection.rawValue]
     }
 
+    /// Associated data of the recovery wrapping: magic, version and a
+    /// label, without the salt, so a passcode change leaves it valid; with
+    /// `protection`, of that class key's wrap under the recovery key, else
+    /// of the outer wrap under the device key.
+    func recoveryAssociatedData(for protection: ProtectionClass? = nil) -> [UInt8] {
+        var bytes = Self.magic
+        bytes.appendLittleEndian(version)
+        bytes += Array("recovery".utf8)
+        return bytes + (protection.map { [0x40 | $0.rawValue] } ?? [])
+    }
+
+    /// The file size the flags call for.
+    private static func byteCount(flags: UInt16) -> Int {
+        baseByteCount + (flags & Flag.previousKeys != 0 ? previousByteCount : 0)
+            + (flags & Flag.recovery != 0 ? recoveryByteCount : 0)
+    }
+
     /// The full file: record then a keyed BLAKE2b MAC under `macKey`.
     func encode(macKey: SecretBytes) throws -> [UInt8] {
-        precondition(version == Self.currentVersion || previousWrapped == nil, "version 1 has no previous keys")
+        precondition(version == Self.currentVersion || flags == flags & Flag.passcode, "version 1 has no other flag")
         var bytes = header
         bytes += wrappedA + wrappedBPrivate + wrappedC + wrappedD
         bytes += previousWrapped ?? []
+        bytes += recoveryWrapped ?? []
         bytes.appendLittleEndian(failedAttempts)
         bytes.appendLittleEndian(lastAttemptAt)
         bytes += try KeyedBlake2b.mac(key: macKey, parts: [bytes], length: Self.macByteCount)
-        precondition(bytes.count == (previousWrapped == nil ? Self.baseByteCount : Self.withPreviousByteCount),
-                     "key bag layout out of step with its size")
+        precondition(bytes.count == Self.byteCount(flags: flags), "key bag layout out of step with its size")
         return bytes
     }
 
     /// Parses and authenticates a stored key bag.
     static func decode(_ bytes: [UInt8], macKey: SecretBytes) throws -> KeyBagRecord {
-        guard bytes.count == baseByteCount || bytes.count == withPreviousByteCount else {
-            throw ProtectionError(.keyBagCorrupt,
-                                  "key bag has \(bytes.count) bytes, expected \(baseByteCount) or \(withPreviousByteCount)")
+        guard bytes.count >= baseByteCount, bytes.count <= byteCount(flags: Flag.previousKeys | Flag.recovery) else {
+            throw ProtectionError(.keyBagCorrupt, "key bag has \(bytes.count) bytes, not a size a key bag has")
         }
         let body = Array(bytes[..<(bytes.count - macByteCount)])
         let expected = try KeyedBlake2b.mac(key: macKey, parts: [body], length: macByteCount)
@@ -105,11 +133,13 @@ struct KeyBagRecord: Equatable {
         guard version == 1 || version == 2 else { throw ProtectionError(.keyBagCorrupt, "unsupported key bag version") }
         // Lengths were checked above, so the reads cannot fail.
         let flags: UInt16 = reader.readLittleEndian()!
-        let known = version == 1 ? Flag.passcode : Flag.passcode | Flag.previousKeys
+        let known = version == 1 ? Flag.passcode : Flag.passcode | Flag.previousKeys | Flag.recovery
         guard flags & ~known == 0 else { throw ProtectionError(.keyBagCorrupt, "key bag has unknown flags \(flags)") }
-        let hasPrevious = flags & Flag.previousKeys != 0
-        guard (bytes.count == withPreviousByteCount) == hasPrevious, !hasPrevious || flags & Flag.passcode != 0 else {
+        guard bytes.count == byteCount(flags: flags) else {
             throw ProtectionError(.keyBagCorrupt, "key bag's size does not match its flags")
+        }
+        guard flags & Flag.passcode != 0 || flags == 0 else {
+            throw ProtectionError(.keyBagCorrupt, "key bag has previous keys or a recovery key but no passcode")
         }
         let salt = reader.read(Argon2id.saltByteCount)!
         let cost = Argon2id.Cost(operations: reader.readLittleEndian()!, memoryBytes: reader.readLittleEndian()!)
@@ -128,7 +158,8 @@ struct KeyBagRecord: Equatable {
             wrappedBPrivate: reader.read(wrappedKeyByteCount)!,
             wrappedC: reader.read(wrappedKeyByteCount)!,
             wrappedD: reader.read(wrappedKeyByteCount)!,
-            previousWrapped: hasPrevious ? reader.read(3 * wrappedKeyByteCount)! : nil,
+            previousWrapped: flags & Flag.previousKeys != 0 ? reader.read(previousByteCount)! : nil,
+            recoveryWrapped: flags & Flag.recovery != 0 ? reader.read(recoveryByteCount)! : nil,
             failedAttempts: reader.readLittleEndian()!,
             lastAttemptAt: reader.readLittleEndian()!)
     }

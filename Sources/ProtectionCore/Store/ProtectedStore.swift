@@ -120,7 +120,7 @@ public final class ProtectedStore: Sendable {
     public var status: StoreStatus {
         state.withLock { state in
             StoreStatus(state: state.machine.state, passcodeSet: state.keyBag.hasPasscode,
-                        failedAttempts: state.keyBag.failedAttempts,
+                        failedAttempts: state.keyBag.failedAttempts, recoveryKeySet: state.keyBag.hasRecoveryKey,
                         secondsUntilNextAttempt: state.keyBag.secondsUntilNextAttempt,
                         lockDeadline: state.machine.deadline, eventSequence: state.machine.sequence,
                         fault: state.fault)
@@ -157,6 +157,35 @@ public final class ProtectedStore: Sendable {
             completeDeviceSecretMigration(in: &state, passcode: new)
         }
         completeKeyRotation()
+    }
+
+    /// Makes a recovery key (`KeyBag.createRecovery`) after checking
+    /// `passcode` as an attempt; returned once, stored nowhere.
+    public func createRecoveryKey(passcode: SecretBytes) throws -> SecretBytes {
+        // A rotation the first passcode left unfinished must end first.
+        completeKeyRotation()
+        var recoveryKey: SecretBytes?
+        try completingErase { state in
+            try checkingKeyBag(in: &state) { recoveryKey = try $0.createRecovery(passcode: passcode) }
+        }
+        return recoveryKey!
+    }
+
+    /// Deletes the recovery wrapping; the recovery key opens nothing after.
+    public func removeRecoveryKey() throws {
+        try state.withLock { state in
+            try ProtectionError.translating { try state.keyBag.removeRecovery() }
+        }
+    }
+
+    /// Sets `new` as the passcode with the recovery key (counted as an
+    /// attempt, like an unlock) and unlocks; returns the events to deliver.
+    public func resetPasscode(recoveryKey: SecretBytes, new: SecretBytes) throws -> [ProtectionEvent] {
+        try completingErase { state in
+            try checkingKeyBag(in: &state) { try $0.resetPasscode(recoveryKey: recoveryKey, new: new) }
+            completeDeviceSecretMigration(in: &state, passcode: new)
+            return perform(state.machine.unlockSucceeded(), on: &state).events
+        }
     }
 
     /// Runs a key bag call that checks the passcode; when it finds the key

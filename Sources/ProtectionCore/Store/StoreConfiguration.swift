@@ -54,6 +54,8 @@ public struct StoreStatus: Sendable, Equatable {
     public let passcodeSet: Bool
     /// Consecutive failed unlock attempts.
     public let failedAttempts: Int
+    /// Whether a recovery key can reset the passcode.
+    public let recoveryKeySet: Bool
     /// Seconds before another unlock attempt is allowed.
     public let secondsUntilNextAttempt: Int64
     /// The end of the grace period while locking.

@@ -56,6 +56,10 @@ private let scratch: Int32 = {
 
 private let scratchPath = "fuzz-input"
 
+/// Where every input is taken to be: its header is bound to this
+/// namespace and name (docs/FORMAT.md 1.2).
+private let binding = FileBinding(try! FileName(scratchPath), in: Namespace(uid: 1000))
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzFormat(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     load(UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : count))
@@ -92,7 +96,7 @@ private func readThroughHandle() -> Outcome {
     precondition(fd >= 0, "dup: \(String(cString: strerror(errno)))")
     let file: EncryptedFile
     do {
-        file = try EncryptedFile.open(fd: fd, path: scratchPath, keys: keys)
+        file = try EncryptedFile.open(fd: fd, path: scratchPath, binding: binding, keys: keys)
     } catch {
         close(fd)  // Still the caller's when open fails.
         return refusal(error)
@@ -114,7 +118,8 @@ private func readThroughHandle() -> Outcome {
 /// `EncryptedFile.readWhole`, as the store reads a small file.
 private func readWhole() -> Outcome {
     do {
-        let content = try EncryptedFile.readWhole(fd: scratch, path: scratchPath, keys: keys, range: 0..<Int.max,
+        let content = try EncryptedFile.readWhole(fd: scratch, path: scratchPath, binding: binding, keys: keys,
+                                                  range: 0..<Int.max,
                                                   ifAtMost: Int.max) { count, fill in
             var bytes = [UInt8](repeating: 0xA5, count: count)
             do {
@@ -196,7 +201,8 @@ private func write(_ content: [UInt8], protection: ProtectionClass, cipher: Cont
     let fd = dup(scratch)
     do {
         let file = try EncryptedFile.create(fd: fd, path: scratchPath, protection: protection,
-                                            format: ContentFormat(segmentSize: 1024, cipher: cipher), keys: keys)
+                                            format: ContentFormat(segmentSize: 1024, cipher: cipher), binding: binding,
+                                            keys: keys)
         try content.withUnsafeBytes { try file.write($0, at: 0) }
         file.close()
     } catch {

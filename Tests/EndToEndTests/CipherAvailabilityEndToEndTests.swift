@@ -137,11 +137,12 @@ struct CipherAvailabilityEndToEndTests {
         let keyBag = try KeyBag(path: stateDirectory + "/keybag", deviceSecret: secret)
         defer { keyBag.wipe() }
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let old = try FileHeader.decode(Array(bytes[..<FileHeader.byteCount]))
+        let binding = FileBinding(try FileName((path as NSString).lastPathComponent), in: Namespace(uid: getuid()))
+        let old = try FileHeader.decode(Array(bytes[..<FileHeader.byteCount]), binding: binding)
         let key = try FileKey.generate(cipher: cipher)
         defer { key.wipe() }
         let header = try key.makeHeader(protection: old.protection, segmentSize: old.segmentSize, fileID: old.fileID,
-                                        keys: keyBag.keys)
+                                        binding: binding, keys: keyBag.keys)
         bytes.replaceSubrange(..<FileHeader.byteCount, with: header.encoded)
         let length = SegmentLayout(segmentSize: old.segmentSize, cipher: cipher).fileLength(forSize: size)
         bytes = Array(bytes.prefix(length)) + [UInt8](repeating: 0, count: max(0, length - bytes.count))

@@ -39,7 +39,7 @@ struct FirstPasscodeKeysTests {
         let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/\(name)"
         let fd = open(path, O_RDONLY)
         defer { close(fd) }
-        let header = try EncryptedFile.readHeader(fd: fd, path: path)
+        let header = try EncryptedFile.readHeader(fd: fd, path: path, binding: FileBinding(fixture.name(name), in: fixture.namespace))
         return (try? FileKey.unwrap(header, keys: keys)) != nil
     }
 

@@ -37,12 +37,12 @@ final class EncryptedFile {
 
     /// Writes a new, empty file into `fd` (header and one empty final
     /// segment) and returns it open. The file key is wrapped for
-    /// `protection` with the keys in `keys`. On success the file owns
-    /// `fd`; on failure the caller still does.
+    /// `protection` with the keys in `keys`, the header bound to
+    /// `binding`. On success the file owns `fd`; on failure the caller still does.
     static func create(
-        fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, keys: ClassKeys
+        fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, binding: FileBinding, keys: ClassKeys
     ) throws -> EncryptedFile {
-        let (key, header) = try FileKey.newFile(protection: protection, format: format, keys: keys)
+        let (key, header) = try FileKey.newFile(protection: protection, format: format, binding: binding, keys: keys)
         try header.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }
         let file = EncryptedFile(fd: fd, path: path, header: header, key: key, size: 0)
         defer { file.releaseBuffers() }
@@ -57,12 +57,13 @@ final class EncryptedFile {
         return file
     }
 
-    /// Opens an existing file in `fd`: unwraps its key with `keys`, checks
-    /// the header tag and the final segment, so the size is authenticated.
+    /// Opens an existing file in `fd`, which should be at `binding`:
+    /// unwraps its key with `keys`, checks the header tag (and so the
+    /// binding) and the final segment, so the size is authenticated.
     /// The file is read first, then the key work runs in one window of the
     /// keys' slab (`ClassKeys.withSlabWritable`) with no I/O in it.
-    static func open(fd: Int32, path: String, keys: ClassKeys) throws -> EncryptedFile {
-        let header = try readHeader(fd: fd, path: path)
+    static func open(fd: Int32, path: String, binding: FileBinding, keys: ClassKeys) throws -> EncryptedFile {
+        let header = try readHeader(fd: fd, path: path, binding: binding)
         let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
         guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
             throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
@@ -96,10 +97,10 @@ final class EncryptedFile {
     /// would. On failure nothing decrypted is left in the buffer. Leaves
     /// `fd` to the caller.
     static func readWhole<R>(
-        fd: Int32, path: String, keys: ClassKeys, range: Range<Int>, ifAtMost limit: Int,
+        fd: Int32, path: String, binding: FileBinding, keys: ClassKeys, range: Range<Int>, ifAtMost limit: Int,
         _ deliver: (_ count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws -> R
     ) throws -> R? {
-        let header = try readHeader(fd: fd, path: path)
+        let header = try readHeader(fd: fd, path: path, binding: binding)
         let layout = SegmentLayout(segmentSize: header.segmentSize, cipher: header.algorithm)
         guard let size = layout.plaintextSize(forFileLength: try Posix.size(fd, path: path)) else {
             throw ProtectionError.integrity("file length does not match whole segments (truncated?)")
@@ -124,12 +125,12 @@ final class EncryptedFile {
         }
     }
 
-    /// Reads and parses the header of the file in `fd` without any key.
-    static func readHeader(fd: Int32, path: String) throws -> FileHeader {
+    /// Reads and parses the header of the file in `fd`, at `binding`, without any key.
+    static func readHeader(fd: Int32, path: String, binding: FileBinding) throws -> FileHeader {
         var bytes = [UInt8](repeating: 0, count: FileHeader.byteCount)
         let read = try bytes.withUnsafeMutableBytes { try Posix.pread(fd, into: $0, at: 0, path: path) }
         guard read == FileHeader.byteCount else { throw ProtectionError.integrity("file is shorter than its header") }
-        return try FileHeader.decode(bytes)
+        return try FileHeader.decode(bytes, binding: binding)
     }
 
     /// Up to `count` bytes from `offset` (fewer at end of file).
@@ -270,12 +271,13 @@ final class EncryptedFile {
     }
 
     /// Rewraps the file key for `protection` and rewrites the header in
-    /// place; no segment changes. Returns the flush that makes it durable,
+    /// place, as version 2 (bound to the file's name and owner); no
+    /// segment changes. Returns the flush that makes it durable,
     /// to run after the file's lock is released.
     func changeProtection(to protection: ProtectionClass, keys: ClassKeys) throws -> FileFlush {
         try checkOpen()
         let updated = try key.makeHeader(protection: protection, segmentSize: header.segmentSize,
-                                         fileID: header.fileID, keys: keys)
+                                         fileID: header.fileID, binding: header.binding, keys: keys)
         // Before the header changes, so running out of descriptors changes nothing.
         let durable = try flush()
         try updated.encoded.withUnsafeBytes { try Posix.pwrite(fd, $0, at: 0, path: path) }

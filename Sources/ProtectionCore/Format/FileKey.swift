@@ -21,7 +21,8 @@ final class FileKey: Sendable {
     /// A fresh key and the header of a new file in `protection` with a
     /// random file id; checks the segment size. (`ProtectedStore.init`
     /// checks that this CPU runs the cipher.)
-    static func newFile(protection: ProtectionClass, format: ContentFormat, keys: ClassKeys) throws -> (FileKey, FileHeader) {
+    static func newFile(protection: ProtectionClass, format: ContentFormat, binding: FileBinding,
+                        keys: ClassKeys) throws -> (FileKey, FileHeader) {
         let segmentSize = format.segmentSize
         guard SegmentLayout.allowedSegmentSizes.contains(segmentSize) else {
             throw ProtectionError(.invalidArgument, "segment size must be within \(SegmentLayout.allowedSegmentSizes)")
@@ -30,7 +31,7 @@ final class FileKey: Sendable {
             let key = try generate(cipher: format.cipher)
             do {
                 return (key, try key.makeHeader(protection: protection, segmentSize: segmentSize,
-                                                 fileID: try SecureRandom.bytes(16), keys: keys))
+                                                 fileID: try SecureRandom.bytes(16), binding: binding, keys: keys))
             } catch {
                 key.wipe()
                 throw error
@@ -49,8 +50,12 @@ final class FileKey: Sendable {
     /// A complete header for this key in `protection`: wraps the key with
     /// the class's key from `keys` and computes the tag. Throws
     /// `protectedDataUnavailable` when that class key is not in memory.
-    func makeHeader(protection: ProtectionClass, segmentSize: Int, fileID: [UInt8], keys: ClassKeys) throws -> FileHeader {
-        var header = FileHeader(algorithm: cipher, protection: protection, segmentSize: segmentSize,
+    /// (`version` 1 makes a header as an older protd did, unbound; tests
+    /// use it to check the upgrade.)
+    func makeHeader(protection: ProtectionClass, segmentSize: Int, fileID: [UInt8], binding: FileBinding,
+                    keys: ClassKeys, version: UInt8 = FileHeader.formatVersion) throws -> FileHeader {
+        var header = FileHeader(version: version, binding: binding, algorithm: cipher, protection: protection,
+                                segmentSize: segmentSize,
                                 fileID: fileID, wrappedKey: [UInt8](repeating: 0, count: Self.wrappedByteCount(for: protection)),
                                 tag: [])
         switch protection {
@@ -71,6 +76,10 @@ final class FileKey: Sendable {
     /// replaced (`ClassKeys.previous`), a key that does not unwrap under
     /// the class key is tried under the previous one.
     static func unwrap(_ header: FileHeader, keys: ClassKeys) throws -> FileKey {
+        guard header.version != 1 || keys.unboundFilesAllowed else {
+            throw ProtectionError.integrity("the file is not bound to its name and owner (format version 1), and every "
+                                            + "file here was bound already: it was copied in from elsewhere")
+        }
         let key: FileKey
         do {
             key = try unwrapKey(header, with: keys.unwrapping(header.protection))
@@ -107,11 +116,11 @@ final class FileKey: Sendable {
     }
 
     /// The header tag: keyed BLAKE2b-256 under a key derived from this
-    /// file key, over the header's first 108 bytes.
+    /// file key, over the header's first 108 bytes and (version 2) its binding.
     func tag(for header: FileHeader) throws -> [UInt8] {
         let headerKey = try KeyedBlake2b.deriveKey(key: secret, parts: [Self.headerKeyLabel])
         defer { headerKey.wipe() }
-        return try KeyedBlake2b.mac(key: headerKey, parts: [header.taggedBytes], length: FileHeader.tagByteCount)
+        return try KeyedBlake2b.mac(key: headerKey, parts: [header.tagInput], length: FileHeader.tagByteCount)
     }
 
     /// Encrypts one segment into `output` (`nonce || ciphertext || tag`,

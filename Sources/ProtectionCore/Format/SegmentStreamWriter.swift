@@ -25,12 +25,13 @@ final class SegmentStreamWriter {
     /// Plaintext bytes appended so far.
     private(set) var size = 0
 
-    /// Starts a new file in `protection` in `fd`; its header is written
-    /// with the first segment.
-    init(fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, keys: ClassKeys) throws {
+    /// Starts a new file in `protection` in `fd`, bound to `binding`; its
+    /// header is written with the first segment.
+    init(fd: Int32, path: String, protection: ProtectionClass, format: ContentFormat, binding: FileBinding,
+         keys: ClassKeys) throws {
         self.fd = fd
         self.path = path
-        (key, header) = try FileKey.newFile(protection: protection, format: format, keys: keys)
+        (key, header) = try FileKey.newFile(protection: protection, format: format, binding: binding, keys: keys)
         layout = SegmentLayout(segmentSize: format.segmentSize, cipher: format.cipher)
         unwrittenHeader = header.encoded
         output = SealedBatchWriter(fd: fd, path: path)

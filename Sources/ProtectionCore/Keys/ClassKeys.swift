@@ -14,8 +14,11 @@ struct ClassKeys {
     /// Class D (`none`): always present.
     let d: SecretBytes
     /// The A, B and C keys the first passcode replaced, while files may
-    /// still be wrapped under them (`KeyRotation`); they unwrap only.
+    /// still be wrapped under them (`HeaderRewrap`); they unwrap only.
     var previous: PreviousClassKeys?
+    /// Whether files with a version 1 header, bound to no name or owner,
+    /// are still read: until every file was rewritten as version 2.
+    var unboundFilesAllowed = false
 
     /// Wipes and drops the keys a lock removes: A and B-private.
     mutating func evictForLock() {

@@ -10,7 +10,7 @@ public import Sodium
 /// the first passcode replaces A, B and C with fresh keys (the old ones
 /// were reachable with the device secret alone); the old ones stay, under
 /// the passcode, until `ProtectedStore` has rewrapped every file
-/// (`KeyRotation`), then `finishRotation()` drops them.
+/// (`HeaderRewrap`), then `finishRotation()` drops them.
 ///
 /// Not thread-safe: `ProtectedStore` serialises access.
 public final class KeyBag {
@@ -77,6 +77,7 @@ public final class KeyBag {
             written = try Posix.readFile(path)
             record = try KeyBagRecord.decode(written, macKey: deviceKeys.recordMAC)
             keys = try Self.loadKeys(record, deviceKeys)
+            keys.unboundFilesAllowed = !record.filesBound
             if record.version != KeyBagRecord.currentVersion, let current = keys.passcodeKeys {
                 // Without a passcode the keys and the key wrapping them are here: upgrade now.
                 var upgraded = record
@@ -95,10 +96,13 @@ public final class KeyBag {
     /// Whether a passcode is set.
     public var hasPasscode: Bool { record.hasPasscode }
     /// Whether files may still be wrapped under the keys the first
-    /// passcode replaced (`KeyRotation`).
+    /// passcode replaced (`HeaderRewrap`).
     var rotationPending: Bool { record.previousWrapped != nil }
     /// Whether a recovery key can reset the passcode.
     public var hasRecoveryKey: Bool { record.recoveryWrapped != nil }
+    /// Whether every file is known to be bound to its name and owner
+    /// (version 2 headers), so version 1 headers are refused.
+    var filesBound: Bool { record.filesBound }
     /// Consecutive failed attempts recorded on disk.
     public var failedAttempts: Int { Int(record.failedAttempts) }
     /// Seconds until another unlock attempt is allowed (0 = now).
@@ -141,7 +145,7 @@ public final class KeyBag {
     /// pending): its cost does not depend on how much data is stored. The
     /// first passcode makes fresh A, B and C keys and keeps the old ones
     /// as the previous keys, all under the passcode: the caller then
-    /// rewraps every file (`KeyRotation`) and calls `finishRotation()`.
+    /// rewraps every file (`HeaderRewrap`) and calls `finishRotation()`.
     public func setPasscode(_ new: SecretBytes, old: SecretBytes?) throws {
         var updated = record
         updated.version = KeyBagRecord.currentVersion
@@ -182,7 +186,19 @@ public final class KeyBag {
         record = updated
         // Operations that took the old keys keep them (they now unwrap only).
         keys = ClassKeys(a: fresh.a, bPrivate: fresh.bPrivate, bPublic: pair.publicKey, c: fresh.c, d: keys.d,
-                         previous: PreviousClassKeys(a: old.a, bPrivate: old.bPrivate, c: old.c))
+                         previous: PreviousClassKeys(a: old.a, bPrivate: old.bPrivate, c: old.c),
+                         unboundFilesAllowed: keys.unboundFilesAllowed)
+    }
+
+    /// Every file has a version 2 header: version 1 ones are refused from now on.
+    func markFilesBound() throws {
+        // A version 1 record has no such flag; it becomes version 2 at the next unlock.
+        guard !record.filesBound, record.version == KeyBagRecord.currentVersion else { return }
+        var updated = record
+        updated.filesBound = true
+        try persist(updated)
+        record = updated
+        keys.unboundFilesAllowed = false
     }
 
     /// Every file is wrapped under the current keys: drops the previous
@@ -589,6 +605,8 @@ public final class KeyBag {
             hasPasscode: false, salt: try SecureRandom.bytes(Argon2id.saltByteCount), cost: cost,
             classBPublicKey: b.publicKey, wrappedA: [], wrappedBPrivate: [], wrappedC: [], wrappedD: [],
             failedAttempts: 0, lastAttemptAt: 0)
+        // A new key bag has no file beside it (`KeyBagFileCheck`): every file it will see is bound.
+        record.filesBound = true
         try wrap(keys.passcodeKeys!, under: deviceKeys.noPasscode, into: &record)
         record.wrappedD = try XChaCha20Poly1305.wrap(keys.d, additionalData: record.associatedData(for: .none),
                                                      key: deviceKeys.classD)

@@ -27,6 +27,7 @@ struct KeyBagRecord: Equatable {
         static let passcode: UInt16 = 1
         static let previousKeys: UInt16 = 2
         static let recovery: UInt16 = 4
+        static let filesBound: UInt16 = 8
     }
 
     /// 1 or 2: which associated data the wrapped keys are bound to.
@@ -43,18 +44,21 @@ struct KeyBagRecord: Equatable {
     var wrappedD: [UInt8]
     /// Version 2 only: the class keys the first passcode replaced (A,
     /// B-private, C, concatenated), wrapped under the passcode key, kept
-    /// until every file is rewrapped under the new ones (`KeyRotation`).
+    /// until every file is rewrapped under the new ones (`HeaderRewrap`).
     var previousWrapped: [UInt8]?
     /// Version 2 only: A, B-private and C wrapped under a key from the
     /// recovery key, all wrapped again under a key from the device secret
     /// (`KeyBag.createRecovery`).
     var recoveryWrapped: [UInt8]?
+    /// Version 2 only: every file's header is version 2, bound to its
+    /// name and owner, so version 1 headers are refused (`HeaderRewrap`).
+    var filesBound = false
     var failedAttempts: UInt32
     var lastAttemptAt: Int64
 
     private var flags: UInt16 {
         (hasPasscode ? Flag.passcode : 0) | (previousWrapped != nil ? Flag.previousKeys : 0)
-            | (recoveryWrapped != nil ? Flag.recovery : 0)
+            | (recoveryWrapped != nil ? Flag.recovery : 0) | (filesBound ? Flag.filesBound : 0)
     }
 
     /// Bytes 0..<72: magic, version, flags, salt, cost, class B public key.
@@ -133,12 +137,12 @@ struct KeyBagRecord: Equatable {
         guard version == 1 || version == 2 else { throw ProtectionError(.keyBagCorrupt, "unsupported key bag version") }
         // Lengths were checked above, so the reads cannot fail.
         let flags: UInt16 = reader.readLittleEndian()!
-        let known = version == 1 ? Flag.passcode : Flag.passcode | Flag.previousKeys | Flag.recovery
+        let known = version == 1 ? Flag.passcode : Flag.passcode | Flag.previousKeys | Flag.recovery | Flag.filesBound
         guard flags & ~known == 0 else { throw ProtectionError(.keyBagCorrupt, "key bag has unknown flags \(flags)") }
         guard bytes.count == byteCount(flags: flags) else {
             throw ProtectionError(.keyBagCorrupt, "key bag's size does not match its flags")
         }
-        guard flags & Flag.passcode != 0 || flags == 0 else {
+        guard flags & Flag.passcode != 0 || flags & (Flag.previousKeys | Flag.recovery) == 0 else {
             throw ProtectionError(.keyBagCorrupt, "key bag has previous keys or a recovery key but no passcode")
         }
         let salt = reader.read(Argon2id.saltByteCount)!
@@ -160,6 +164,7 @@ struct KeyBagRecord: Equatable {
             wrappedD: reader.read(wrappedKeyByteCount)!,
             previousWrapped: flags & Flag.previousKeys != 0 ? reader.read(previousByteCount)! : nil,
             recoveryWrapped: flags & Flag.recovery != 0 ? reader.read(recoveryByteCount)! : nil,
+            filesBound: flags & Flag.filesBound != 0,
             failedAttempts: reader.readLittleEndian()!,
             lastAttemptAt: reader.readLittleEndian()!)
     }

@@ -69,7 +69,7 @@ struct FileStore: Sendable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw Posix.error("stat", name.value) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw ProtectionError(.notFound, "\(name) is not a file") }
-        let read = Result { try EncryptedFile.readHeader(fd: fd, path: path) }
+        let read = Result { try EncryptedFile.readHeader(fd: fd, path: path, binding: FileBinding(name, in: namespace)) }
         // Asked after reading the disk: whoever wrote to the file meanwhile
         // (a handle, a class change) was its user before the first write.
         if let open = openFile(FileIdentity(info)) {

@@ -16,7 +16,7 @@ public final class PendingWrite: @unchecked Sendable {
     /// The write's share of the namespace's quota; nil when none is set.
     var quotaCharge: QuotaCharge?
     /// The class keys' use this write holds until its file has its name
-    /// or is dropped (`KeyRotation`).
+    /// or is dropped (`HeaderRewrap`).
     var keyUse: KeyUse?
 
     init(name: FileName, protection: ProtectionClass, transaction: AtomicFileTransaction, writer: SegmentStreamWriter,

@@ -24,7 +24,7 @@ public final class ProtectedStore: Sendable {
         var deviceSecretMigration: DeviceSecretMigration?
         /// Operations wrapping file keys (creates, whole-file writes, class
         /// changes) in progress, by the key generation they took their keys
-        /// from; the first passcode starts a new generation (`KeyRotation`).
+        /// from; the first passcode starts a new generation (`HeaderRewrap`).
         var keyUsers = KeyUsers()
         /// Why the key bag can no longer be trusted, once an unlock found it
         /// altered; no key is used after that (`currentKeys()`).
@@ -99,6 +99,8 @@ public final class ProtectedStore: Sendable {
         }
         let interrupted = try files.removeLeftoverTemporaryFiles()
         if interrupted > 0 { notify(.removedInterruptedWrites(interrupted)) }
+        // Files of an older protd are bound to their names with the keys in memory now.
+        completeHeaderRewraps()
     }
 
     /// Removes the temporary files of interrupted key bag and device
@@ -139,7 +141,7 @@ public final class ProtectedStore: Sendable {
             completeDeviceSecretMigration(in: &state, passcode: passcode)
             return perform(state.machine.unlockSucceeded(), on: &state).events
         }
-        completeKeyRotation()
+        completeHeaderRewraps()
         return events
     }
 
@@ -147,7 +149,7 @@ public final class ProtectedStore: Sendable {
     /// change rewrites only the key bag. The first passcode replaces the
     /// A, B and C keys, which the device secret alone could reach, and
     /// rewraps every file's key under the new ones before returning
-    /// (`KeyRotation`). The lock state does not change. A wrong old
+    /// (`HeaderRewrap`). The lock state does not change. A wrong old
     /// passcode counts as a failed attempt, erase-after-N included.
     public func setPasscode(_ new: SecretBytes, old: SecretBytes?) throws {
         try completingErase { state in
@@ -156,14 +158,14 @@ public final class ProtectedStore: Sendable {
             if first { state.keyUsers.startGeneration() }
             completeDeviceSecretMigration(in: &state, passcode: new)
         }
-        completeKeyRotation()
+        completeHeaderRewraps()
     }
 
     /// Makes a recovery key (`KeyBag.createRecovery`) after checking
     /// `passcode` as an attempt; returned once, stored nowhere.
     public func createRecoveryKey(passcode: SecretBytes) throws -> SecretBytes {
         // A rotation the first passcode left unfinished must end first.
-        completeKeyRotation()
+        completeHeaderRewraps()
         var recoveryKey: SecretBytes?
         try completingErase { state in
             try checkingKeyBag(in: &state) { recoveryKey = try $0.createRecovery(passcode: passcode) }
@@ -203,33 +205,41 @@ public final class ProtectedStore: Sendable {
         }
     }
 
-    /// Rewraps every file still wrapped under the keys the first passcode
-    /// replaced, then drops those keys, unless a file could not be
-    /// rewrapped or an operation that took them is still running: then
-    /// the next unlock tries again.
-    private func completeKeyRotation() {
-        guard state.withLock({ $0.keyBag.rotationPending }) else { return }
-        let outcome = KeyRotation(files: files, openFile: openFileAttributes) { name, namespace in
+    /// Runs `HeaderRewrap` for what is pending: after the first passcode,
+    /// every class A, B and C file moves to the new class keys, then the
+    /// previous keys are dropped, unless a file could not be rewrapped or
+    /// an operation that took them is still running; and version 1 headers
+    /// are bound to their names and owners, after which version 1 is
+    /// refused. What is left waits for the next unlock.
+    private func completeHeaderRewraps() {
+        let (rotation, binding) = state.withLock { ($0.keyBag.rotationPending, !$0.keyBag.filesBound) }
+        guard rotation || binding else { return }
+        let outcome = HeaderRewrap(files: files, openFile: openFileAttributes,
+                                   needsRewrite: { binding || (rotation && $0 != .none) }) { name, namespace in
             let keys = try self.currentKeys()
-            let flush = try self.withOpenFile(name, in: namespace) { file in
-                try file.changeProtection(to: file.header.protection, keys: keys)
+            let flush = try self.withOpenFile(name, in: namespace) { file -> FileFlush? in
+                guard file.header.version == 1 || (rotation && file.header.protection != .none) else { return nil }
+                return try file.changeProtection(to: file.header.protection, keys: keys)
             }
-            try flush.run()
+            try flush?.run()
+            return flush != nil
         }.run()
-        let notice = state.withLock { state -> StoreNotice in
-            guard state.keyBag.rotationPending else { return outcome.notice(finished: true) }
-            guard outcome.unfinished.isEmpty, !state.keyUsers.olderGenerationInUse else {
-                return outcome.notice(finished: false)
-            }
+        let notice = state.withLock { state -> StoreNotice? in
+            var finished = outcome.unfinished.isEmpty
             do {
-                try state.keyBag.finishRotation()
-                return outcome.notice(finished: true)
+                if finished && state.keyBag.rotationPending {
+                    if state.keyUsers.olderGenerationInUse { finished = false } else { try state.keyBag.finishRotation() }
+                }
+                if outcome.unfinished.isEmpty { try state.keyBag.markFilesBound() }
             } catch {
-                return .failed("dropping the class keys the first passcode replaced: \(error)")
+                return .failed("rewriting file headers: \(error)")
             }
+            let quiet = outcome.rewrapped == 0 && outcome.damaged.isEmpty && finished
+            return quiet ? nil : outcome.notice(finished: finished)
         }
-        notify(notice)
+        if let notice { notify(notice) }
     }
+
 
     /// Finishes a pending device secret change now that `passcode` was
     /// verified; a failure is reported and leaves it pending.
@@ -376,7 +386,7 @@ public final class ProtectedStore: Sendable {
         let transaction = try files.atomicWriter(for: namespace).begin(target: path)
         let writer = try ProtectionError.translating {
             try SegmentStreamWriter(fd: transaction.fd, path: transaction.temporaryPath, protection: protection,
-                                    format: format, keys: keys)
+                                    format: format, binding: FileBinding(name, in: namespace), keys: keys)
         }
         let pending = PendingWrite(name: name, protection: protection, transaction: transaction, writer: writer,
                                    durable: durable)
@@ -438,7 +448,8 @@ public final class ProtectedStore: Sendable {
         defer { leaveSharedFile(shared) }
         let range = offset..<(offset + min(count, Int.max - offset))
         return try shared.whileUnopened {
-            try EncryptedFile.readWhole(fd: fd, path: path, keys: keys, range: range, ifAtMost: limit, deliver)
+            try EncryptedFile.readWhole(fd: fd, path: path, binding: FileBinding(name, in: namespace), keys: keys,
+                                        range: range, ifAtMost: limit, deliver)
         } ?? nil
     }
 
@@ -480,7 +491,7 @@ public final class ProtectedStore: Sendable {
         }
         let keys = try currentKeys()
         return try handOut(fd, at: path, name: name, in: namespace) {
-            try EncryptedFile.open(fd: fd, path: path, keys: keys)
+            try EncryptedFile.open(fd: fd, path: path, binding: FileBinding(name, in: namespace), keys: keys)
         }
     }
 
@@ -498,7 +509,8 @@ public final class ProtectedStore: Sendable {
         let (keys, keyUse) = try keysForWrapping()
         defer { keyUse.end() }
         return try handOut(fd, at: path, name: name, in: namespace, naming: temporary) {
-            try EncryptedFile.create(fd: fd, path: path, protection: protection, format: format, keys: keys)
+            try EncryptedFile.create(fd: fd, path: path, protection: protection, format: format,
+                                     binding: FileBinding(name, in: namespace), keys: keys)
         }
     }
 
@@ -614,7 +626,7 @@ public final class ProtectedStore: Sendable {
         let shared = joinSharedFile(identity)
         defer { leaveSharedFile(shared) }
         return try shared.join(on: name, open: {
-            let file = try EncryptedFile.open(fd: fd, path: path, keys: keys)
+            let file = try EncryptedFile.open(fd: fd, path: path, binding: FileBinding(name, in: namespace), keys: keys)
             ownsFD = false
             return file
         }, body)

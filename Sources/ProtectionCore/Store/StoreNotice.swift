@@ -21,9 +21,9 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
     /// Temporary files of this many creates and whole-file writes that a
     /// crash or kill interrupted were removed at start.
     case removedInterruptedWrites(Int)
-    /// A run of the key rotation the first passcode starts: whether the
-    /// previous class keys could be dropped.
-    case keyRotation(rewrapped: Int, damaged: [String], unfinished: [String], finished: Bool)
+    /// A run of `HeaderRewrap` (new class keys after the first passcode,
+    /// binding version 1 files to their names): whether its jobs are done.
+    case headersRewritten(rewritten: Int, damaged: [String], unfinished: [String], finished: Bool)
 
     public var description: String {
         switch self {
@@ -40,14 +40,14 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
             "the key bag \(path) had mode \(String(mode, radix: 8)), open to other users; set it to 600"
         case .removedInterruptedWrites(let count):
             "removed the temporary files of \(count) creates or writes that a crash or kill interrupted"
-        case .keyRotation(let rewrapped, let damaged, let unfinished, let finished):
-            "first passcode: rewrapped \(rewrapped) files under the new class keys"
-                + (damaged.isEmpty ? "" : "; \(damaged.count) open under neither set and stay as they are "
+        case .headersRewritten(let rewritten, let damaged, let unfinished, let finished):
+            "rewrote the headers of \(rewritten) files (under the class keys the first passcode made, bound to "
+                + "their names and owners)"
+                + (damaged.isEmpty ? "" : "; \(damaged.count) do not open and stay as they are "
                    + "(\(damaged.prefix(5).joined(separator: ", ")))")
-                + (finished ? "; the replaced class keys are destroyed"
-                   : "; the replaced class keys stay, under the passcode, until the next unlock finishes: "
-                     + (unfinished.isEmpty ? "a create or write that took them was still running"
-                        : unfinished.prefix(5).joined(separator: "; ")))
+                + (finished ? "" : "; the rest waits for the next unlock: "
+                   + (unfinished.isEmpty ? "a create or write that took the replaced class keys was still running"
+                      : unfinished.prefix(5).joined(separator: "; ")))
         }
     }
 
@@ -57,7 +57,7 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
     public var isWarning: Bool {
         switch self {
         case .failed, .keyBagModeFixed, .pendingUntilUnlock: true
-        case .keyRotation(_, let damaged, _, let finished): !finished || !damaged.isEmpty
+        case .headersRewritten(_, let damaged, _, let finished): !finished || !damaged.isEmpty
         case .migrated, .destroyedFormer, .removedInterruptedWrites: false
         }
     }

@@ -1,15 +1,21 @@
 internal import Sodium
 
-/// Moves every class A, B and C file from the class keys the first
-/// passcode replaced to the new ones: each file key is rewrapped in place
-/// under the current class key, the way a class change does (one header
-/// write, whatever the file's size). Until that is done, the previous keys
-/// stay in the key bag under the passcode, so a crash loses nothing: the
-/// next unlock runs it again (rewrapping a file twice does no harm).
-struct KeyRotation {
+/// Rewrites the headers of stored files in place, the way a class change
+/// does (the file key rewrapped under the current class key, one header
+/// write whatever the file's size), for two jobs that touch every file:
+///
+/// - after the first passcode, moving class A, B and C files to the new
+///   class keys. Until that is done, the previous keys stay in the key bag
+///   under the passcode, so a crash loses nothing: the next unlock runs it
+///   again (rewrapping a file twice does no harm);
+/// - binding version 1 headers to their file's name and owner (version 2).
+///   Until every file is done, version 1 headers are still read.
+///
+/// Files whose class key is not in memory (locked) wait for a later run.
+struct HeaderRewrap {
     /// What a run did.
     struct Outcome: Sendable, Equatable {
-        /// Files rewrapped under the new keys.
+        /// Headers rewritten.
         var rewrapped = 0
         /// Files whose key opens under neither set (damaged, or made by
         /// another key bag): they stay as they are.
@@ -18,16 +24,18 @@ struct KeyRotation {
         /// key gone with a lock): the rotation stays pending for them.
         var unfinished: [String] = []
 
-        /// The notice to log, given whether the previous keys were dropped.
+        /// The notice to log, given whether every job it ran for is done.
         func notice(finished: Bool) -> StoreNotice {
-            .keyRotation(rewrapped: rewrapped, damaged: damaged, unfinished: unfinished, finished: finished)
+            .headersRewritten(rewritten: rewrapped, damaged: damaged, unfinished: unfinished, finished: finished)
         }
     }
 
     let files: FileStore
     let openFile: FileStore.OpenFileAttributes
-    /// Rewraps one file's key under the current class key.
-    let rewrap: (FileName, Namespace) throws -> Void
+    /// Whether a header needs rewriting, from its class and version.
+    let needsRewrite: (ProtectionClass) -> Bool
+    /// Rewrites one file's header if it needs it; true when it did.
+    let rewrap: (FileName, Namespace) throws -> Bool
 
     func run() -> Outcome {
         var outcome = Outcome()
@@ -46,10 +54,9 @@ struct KeyRotation {
                 outcome.unfinished.append("\(namespace): \(error)")
                 continue
             }
-            for file in listed where file.protection != .none {
+            for file in listed where needsRewrite(file.protection) {
                 do {
-                    try rewrap(file.name, namespace)
-                    outcome.rewrapped += 1
+                    if try rewrap(file.name, namespace) { outcome.rewrapped += 1 }
                 } catch let error as ProtectionError where error.code == .notFound {
                     continue  // deleted meanwhile
                 } catch let error as ProtectionError where error.code == .integrityFailure {
@@ -64,7 +71,8 @@ struct KeyRotation {
 }
 
 /// Which key generations operations that wrap file keys hold, so the
-/// previous keys are dropped only once none still wraps with them.
+/// previous keys are dropped only once none still wraps with them
+/// (`HeaderRewrap`).
 struct KeyUsers {
     private var generation: UInt64 = 0
     private var users: [UInt64: Int] = [:]

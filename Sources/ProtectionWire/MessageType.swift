@@ -31,6 +31,10 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case handleSync = 0x19
     case writeAbort = 0x1A
     // 0x1B was writeDirect in protocol version 1; it is not used.
+    // Recovery key (protocol version 3).
+    case recoveryCreate = 0x1C
+    case recoveryRemove = 0x1D
+    case recoveryReset = 0x1E
 
     // Responses (daemon to client).
     case ok = 0x80
@@ -45,6 +49,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case end = 0x89
     case listChunk = 0x8A
     case subscribed = 0x8B
+    case recoveryKey = 0x8C
     case error = 0x8F
 
     // Events (daemon to subscribed client, request id 0).
@@ -53,10 +58,12 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
 
 /// Protocol constants.
 public enum WireProtocol {
-    /// The protocol version this code speaks: 2 (version 1 also had
-    /// `writeDirect`, a write whose chunks the daemon read from the socket
-    /// itself).
-    public static let version: UInt16 = 2
+    /// The protocol version this code speaks: 3 (version 2 had no recovery
+    /// key requests and no `recovery key set` in the status report;
+    /// version 1 also had `writeDirect`).
+    public static let version: UInt16 = 3
+    /// The length of a recovery key on the wire.
+    public static let recoveryKeyByteCount = 32
     /// The largest content chunk either side puts in one frame, where the
     /// daemon's frame limit has room for it (the default limit does; the
     /// smallest holds `minimumChunkSize`): see `chunkSize(forFrameLimit:)`,

@@ -57,6 +57,12 @@ public enum Request: Sendable, Equatable {
     case subscribe
     /// Acknowledge the `willBecomeUnavailable` event with this sequence.
     case acknowledge(sequence: UInt64)
+    /// Make a recovery key, given the current passcode; answer: `recoveryKey`.
+    case recoveryCreate(passcode: [UInt8])
+    /// Delete the recovery key.
+    case recoveryRemove
+    /// Set a new passcode with the recovery key (`WireProtocol.recoveryKeyByteCount` bytes).
+    case recoveryReset(recoveryKey: [UInt8], newPasscode: [UInt8])
 
     /// The type byte of this request.
     public var type: MessageType {
@@ -87,6 +93,9 @@ public enum Request: Sendable, Equatable {
         case .delete: .delete
         case .subscribe: .subscribe
         case .acknowledge: .acknowledge
+        case .recoveryCreate: .recoveryCreate
+        case .recoveryRemove: .recoveryRemove
+        case .recoveryReset: .recoveryReset
         }
     }
 
@@ -98,7 +107,7 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(minimum, endianness: .big)
             body.writeInteger(maximum, endianness: .big)
             body.writeWireString(client)
-        case .status, .erase, .writeEnd, .writeAbort, .subscribe:
+        case .status, .erase, .writeEnd, .writeAbort, .subscribe, .recoveryRemove:
             break
         case .lock(let grace, let wait):
             body.writeInteger(UInt8((grace == nil ? 0 : 1) | (wait ? 2 : 0)))
@@ -148,6 +157,11 @@ public enum Request: Sendable, Equatable {
             body.writeWireString(prefix)
         case .acknowledge(let sequence):
             body.writeInteger(sequence, endianness: .big)
+        case .recoveryCreate(let passcode):
+            body.writeWireBytes(passcode)
+        case .recoveryReset(let recoveryKey, let newPasscode):
+            body.writeBytes(recoveryKey)
+            body.writeWireBytes(newPasscode)
         }
         return Frame(type: type.rawValue, requestID: requestID, body: body)
     }
@@ -179,6 +193,7 @@ public enum Request: Sendable, Equatable {
         case .writeEnd: self = .writeEnd
         case .writeAbort: self = .writeAbort
         case .subscribe: self = .subscribe
+        case .recoveryRemove: self = .recoveryRemove
         case .lock:
             let flags: UInt8 = try body.readWireInteger("lock flags")
             let grace: UInt32 = try body.readWireInteger("grace")
@@ -223,6 +238,10 @@ public enum Request: Sendable, Equatable {
             self = .setProtection(name: try body.readWireString("name"), protection: try body.readWireProtection())
         case .list: self = .list(prefix: try body.readWireString("prefix"))
         case .acknowledge: self = .acknowledge(sequence: try body.readWireInteger("sequence"))
+        case .recoveryCreate: self = .recoveryCreate(passcode: try body.readWireBytes("passcode"))
+        case .recoveryReset:
+            self = .recoveryReset(recoveryKey: try body.readWireBytes(count: WireProtocol.recoveryKeyByteCount, "recovery key"),
+                                  newPasscode: try body.readWireBytes("new passcode"))
         default:
             throw ProtocolViolation("unknown request type 0x\(String(frame.type, radix: 16))")
         }

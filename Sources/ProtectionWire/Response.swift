@@ -32,6 +32,8 @@ public enum Response: Sendable, Equatable {
     case error(WireError)
     /// A lock-state event (request id 0).
     case event(WireEvent)
+    /// The recovery key `recoveryCreate` made (`WireProtocol.recoveryKeyByteCount` bytes).
+    case recoveryKey([UInt8])
 
     /// The type byte of this response.
     public var type: MessageType {
@@ -50,6 +52,7 @@ public enum Response: Sendable, Equatable {
         case .subscribed: .subscribed
         case .error: .error
         case .event: .event
+        case .recoveryKey: .recoveryKey
         }
     }
 
@@ -91,8 +94,19 @@ public enum Response: Sendable, Equatable {
             body.writeInteger(event.state.wireValue)
             body.writeInteger(event.deadlineUnixMilliseconds, endianness: .big)
             body.writeInteger(UInt8(event.firstUnlock ? 1 : 0))
+        case .recoveryKey(let key):
+            return key.withUnsafeBytes { Self.recoveryKeyFrame(requestID: requestID, key: $0, allocator: allocator) }
         }
         return Frame(type: type.rawValue, requestID: requestID, body: body)
+    }
+
+    /// A `recoveryKey` frame holding `key`, copied straight from where the
+    /// caller keeps it (guarded memory) into the frame: no other copy.
+    public static func recoveryKeyFrame(requestID: UInt32, key: UnsafeRawBufferPointer,
+                                        allocator: ByteBufferAllocator = ByteBufferAllocator()) -> Frame {
+        var body = allocator.buffer(capacity: key.count)
+        body.writeBytes(key)
+        return Frame(type: MessageType.recoveryKey.rawValue, requestID: requestID, body: body)
     }
 
     /// A `data` (or, with `chunk`, `dataChunk`) frame whose content `fill`
@@ -126,6 +140,8 @@ public enum Response: Sendable, Equatable {
                                   uid: try body.readWireInteger("uid"), gid: try body.readWireInteger("gid"))
         case .statusReport: self = .status(try StatusReport.decode(from: &body))
         case .subscribed: self = .subscribed(try StatusReport.decode(from: &body))
+        case .recoveryKey:
+            self = .recoveryKey(try body.readWireBytes(count: WireProtocol.recoveryKeyByteCount, "recovery key"))
         case .size: self = .size(try body.readWireInteger("size"))
         case .handleOpened:
             self = .handleOpened(handle: try body.readWireInteger("handle"), protection: try body.readWireProtection(),

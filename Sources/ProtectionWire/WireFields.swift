@@ -43,6 +43,11 @@ extension ByteBuffer {
         return bytes
     }
 
+    mutating func readWireBytes(count: Int, _ field: String) throws -> [UInt8] {
+        guard let bytes = readBytes(length: count) else { throw ProtocolViolation("message ends inside \(field)") }
+        return bytes
+    }
+
     mutating func readWireBuffer(_ field: String) throws -> ByteBuffer {
         let length: UInt32 = try readWireInteger("\(field) length")
         guard let slice = readSlice(length: Int(length)) else { throw ProtocolViolation("message ends inside \(field)") }

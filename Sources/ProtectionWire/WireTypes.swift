@@ -29,6 +29,8 @@ public struct StatusReport: Sendable, Equatable {
     public var lockDeadlineUnixMilliseconds: UInt64
     /// Whether the daemon's key memory is locked in RAM (never swapped).
     public var keyMemoryLocked: Bool
+    /// Whether a recovery key can reset the passcode (version 3).
+    public var recoveryKeySet: Bool
     /// Why the daemon serves no files (a key bag it cannot open, an
     /// unreadable state directory), or nil. On the wire: a trailing string,
     /// present only when set (docs/PROTOCOL.md).
@@ -37,7 +39,7 @@ public struct StatusReport: Sendable, Equatable {
     /// Makes a report.
     public init(state: LockState, passcodeSet: Bool, failedAttempts: UInt32, retryAfterSeconds: UInt64,
                 gracePeriodMilliseconds: UInt64, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64,
-                keyMemoryLocked: Bool, fault: String? = nil) {
+                keyMemoryLocked: Bool, recoveryKeySet: Bool = false, fault: String? = nil) {
         self.state = state
         self.passcodeSet = passcodeSet
         self.failedAttempts = failedAttempts
@@ -46,6 +48,7 @@ public struct StatusReport: Sendable, Equatable {
         self.eventSequence = eventSequence
         self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
         self.keyMemoryLocked = keyMemoryLocked
+        self.recoveryKeySet = recoveryKeySet
         self.fault = fault
     }
 
@@ -58,6 +61,7 @@ public struct StatusReport: Sendable, Equatable {
         buffer.writeInteger(eventSequence, endianness: .big)
         buffer.writeInteger(lockDeadlineUnixMilliseconds, endianness: .big)
         buffer.writeInteger(UInt8(keyMemoryLocked ? 1 : 0))
+        buffer.writeInteger(UInt8(recoveryKeySet ? 1 : 0))
         if let fault { buffer.writeWireString(fault) }
     }
 
@@ -69,6 +73,7 @@ public struct StatusReport: Sendable, Equatable {
                      eventSequence: try buffer.readWireInteger("sequence"),
                      lockDeadlineUnixMilliseconds: try buffer.readWireInteger("deadline"),
                      keyMemoryLocked: try buffer.readWireBool("key memory locked"),
+                     recoveryKeySet: try buffer.readWireBool("recovery key set"),
                      fault: buffer.readableBytes > 0 ? try buffer.readWireString("fault") : nil)
     }
 }

@@ -191,6 +191,8 @@ struct MessageCodecTests {
         .handleTruncate(handle: 5, size: 0), .handleSize(handle: 6), .handleSync(handle: 7), .handleClose(handle: 8),
         .getProtection(name: "g"), .setProtection(name: "s", protection: .none), .list(prefix: ""),
         .stat(name: "st"), .delete(name: "d"), .acknowledge(sequence: 42),
+        .recoveryCreate(passcode: Array("pässcode".utf8)), .recoveryRemove,
+        .recoveryReset(recoveryKey: Array(0..<32), newPasscode: [5]),
     ]
 
     static let responses: [Response] = [
@@ -202,6 +204,9 @@ struct MessageCodecTests {
         .subscribed(StatusReport(state: .locked, passcodeSet: true, failedAttempts: 0, retryAfterSeconds: 60,
                                  gracePeriodMilliseconds: 0, eventSequence: 1, lockDeadlineUnixMilliseconds: 0,
                                  keyMemoryLocked: false, fault: "the key bag failed authentication")),
+        .status(StatusReport(state: .unlocked, passcodeSet: true, failedAttempts: 0, retryAfterSeconds: 0,
+                             gracePeriodMilliseconds: 0, eventSequence: 0, lockDeadlineUnixMilliseconds: 0,
+                             keyMemoryLocked: true, recoveryKeySet: true)),
         .size(77), .handleOpened(handle: 1, protection: .completeUntilFirstUserAuthentication, size: 5),
         .protection(.complete),
         .attributes(WireAttributes(name: "n", protection: .none, size: 1, modificationTime: -5)),
@@ -212,6 +217,7 @@ struct MessageCodecTests {
         .error(WireError(.notFound, "no such file")),
         .event(WireEvent(kind: .willBecomeUnavailable, sequence: 3, state: .locking, deadlineUnixMilliseconds: 99)),
         .event(WireEvent(kind: .didBecomeAvailable, sequence: 4, state: .unlocked, firstUnlock: true)),
+        .recoveryKey(Array(repeating: 0xA5, count: 32)),
     ]
 
     @Test("every request survives encode and decode", arguments: requests)
@@ -280,6 +286,30 @@ struct MessageCodecTests {
         #expect(throws: ProtocolViolation.self) {
             try Request(frame: Frame(type: 0x16, requestID: 1, body: ByteBuffer(bytes: [0, 2, 0xFF, 0xFE])))
         }
+    }
+
+    @Test("the round trips cover every request and response type")
+    func everyTypeCovered() {
+        let requestTypes = Set(MessageType.allCases.filter { $0.rawValue < 0x80 })
+        #expect(Set(Self.requests.map(\.type)) == requestTypes)
+        #expect(Set(Self.responses.map(\.type)) == Set(MessageType.allCases).subtracting(requestTypes))
+    }
+
+    @Test("a recovery key is exactly 32 bytes, the status report's byte 39 says whether one is set")
+    func recoveryFields() throws {
+        let reset = Request.recoveryReset(recoveryKey: Array(1...32), newPasscode: [7]).frame(requestID: 1)
+        #expect(Array(reset.body.readableBytesView) == Array(1...32) + [0, 0, 0, 1, 7])
+        #expect(throws: ProtocolViolation.self) {
+            try Request(frame: Frame(type: 0x1E, requestID: 1, body: ByteBuffer(bytes: Array(1...31))))
+        }
+        #expect(throws: ProtocolViolation.self) {
+            try Response(frame: Frame(type: 0x8C, requestID: 1, body: ByteBuffer(bytes: Array(0...32))))
+        }
+        let report = StatusReport(state: .unlocked, passcodeSet: true, failedAttempts: 0, retryAfterSeconds: 0,
+                                  gracePeriodMilliseconds: 0, eventSequence: 0, lockDeadlineUnixMilliseconds: 0,
+                                  keyMemoryLocked: false, recoveryKeySet: true, fault: "f")
+        let body = Array(Response.status(report).frame(requestID: 1).body.readableBytesView)
+        #expect(body.count == 40 + 3 && body[38] == 0 && body[39] == 1)
     }
 
     @Test("an unknown error code decodes as internalError instead of failing")

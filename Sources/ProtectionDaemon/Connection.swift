@@ -173,6 +173,28 @@ final class Connection {
             guard context.authorization.mayErase(peer) else { throw WireError.permissionDenied("erase needs root") }
             try await context.lockController.erase(by: peer)
             return .ok
+        case .recoveryCreate(let passcode):
+            guard context.authorization.mayManageRecoveryKey(peer) else {
+                throw WireError.permissionDenied("making a recovery key needs root or the admin group")
+            }
+            let key = try await context.lockController.createRecoveryKey(
+                passcode: try Self.secret(passcode, field: "passcode"), by: peer)
+            // From guarded memory into the frame, then wiped: the answer is its only copy.
+            defer { key.wipe() }
+            try await outbound.write(try key.withUnsafeBytes { Response.recoveryKeyFrame(requestID: id, key: $0) })
+            return nil
+        case .recoveryRemove:
+            guard context.authorization.mayManageRecoveryKey(peer) else {
+                throw WireError.permissionDenied("removing the recovery key needs root or the admin group")
+            }
+            try await context.lockController.removeRecoveryKey(by: peer)
+            return .ok
+        case .recoveryReset(let recoveryKey, let newPasscode):
+            let key = try Self.secret(recoveryKey, field: "recovery key")
+            defer { key.wipe() }
+            try await context.lockController.resetPasscode(
+                recoveryKey: key, new: try Self.secret(newPasscode, field: "new passcode"), by: peer)
+            return .ok
         case .writeBegin(let name, let protection, let durable):
             try claimWriteID(id)
             do {
@@ -453,7 +475,7 @@ final class Connection {
             gracePeriodMilliseconds: UInt64(max(0, context.lockController.gracePeriod.milliseconds)),
             eventSequence: status.eventSequence,
             lockDeadlineUnixMilliseconds: status.lockDeadline.map(UnixTime.milliseconds(at:)) ?? 0,
-            keyMemoryLocked: MemoryLocking.isKeyMemoryLocked, fault: status.fault)
+            keyMemoryLocked: MemoryLocking.isKeyMemoryLocked, recoveryKeySet: status.recoveryKeySet, fault: status.fault)
     }
 
     private static func secret(_ bytes: [UInt8], field: String) throws -> SecretBytes {

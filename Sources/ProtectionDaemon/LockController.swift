@@ -5,8 +5,9 @@ internal import Sodium
 
 /// Drives the store's lock life cycle in real time: starts locks, runs the
 /// grace-period timer, takes acknowledgements, unlocks, and publishes every
-/// resulting event through the hub. Audit lines for lock, unlock and
-/// failed attempts are logged here (never a passcode).
+/// resulting event through the hub. Audit lines for lock, unlock, the
+/// recovery key and failed attempts are logged here (never a passcode or
+/// key).
 public actor LockController {
     private let store: ProtectedStore
     private let hub: EventHub
@@ -59,34 +60,77 @@ public actor LockController {
 
     /// Unlocks with `passcode` (rate-limited by the key bag).
     func unlock(passcode: SecretBytes, by peer: PeerCredentials) throws {
-        let metadata: Logger.Metadata = ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)"]
-        do {
-            let events = try store.unlock(passcode: passcode)
-            logger.notice("unlock succeeded", metadata: metadata)
-            publish(events)
-        } catch let error as ProtectionError {
-            var failure = metadata
-            failure["protd.unlock.result"] = "\(error.code.rawValue)"
-            failure["protd.unlock.failed_attempts"] = "\(store.status.failedAttempts)"
-            logger.warning("unlock failed", metadata: failure)
-            if error.code == .erasedAfterFailedAttempts {
-                logger.critical("every key was erased after too many failed unlock attempts", metadata: metadata)
-                publish(store.takeUndeliveredEvents())
-            }
-            throw error
-        }
+        publish(try audited(.unlock, by: peer) { try store.unlock(passcode: passcode) })
     }
 
     /// Sets or changes the passcode (already authorised).
     func changePasscode(_ new: SecretBytes, old: SecretBytes?, by peer: PeerCredentials) throws {
-        defer { publish(store.takeUndeliveredEvents()) }
+        try audited(.passwd, by: peer) { try store.setPasscode(new, old: old) }
+    }
+
+    /// Makes a recovery key, given the passcode (already authorised;
+    /// counted like an unlock). The caller sends it once and wipes it.
+    func createRecoveryKey(passcode: SecretBytes, by peer: PeerCredentials) throws -> SecretBytes {
+        try audited(.recoveryCreate, by: peer) { try store.createRecoveryKey(passcode: passcode) }
+    }
+
+    /// Deletes the recovery key (already authorised).
+    func removeRecoveryKey(by peer: PeerCredentials) throws {
+        try audited(.recoveryRemove, by: peer) { try store.removeRecoveryKey() }
+    }
+
+    /// Sets `new` as the passcode with the recovery key (counted like an
+    /// unlock) and unlocks.
+    func resetPasscode(recoveryKey: SecretBytes, new: SecretBytes, by peer: PeerCredentials) throws {
+        publish(try audited(.recoveryReset, by: peer) { try store.resetPasscode(recoveryKey: recoveryKey, new: new) })
+    }
+
+    /// What `audited` logs.
+    private enum AuditedAction: String {
+        case unlock, passwd, recoveryCreate = "recovery.create", recoveryRemove = "recovery.remove"
+        case recoveryReset = "recovery.reset"
+
+        var succeeded: String {
+            switch self {
+            case .unlock: "unlock succeeded"
+            case .passwd: "passcode changed"
+            case .recoveryCreate: "recovery key created"
+            case .recoveryRemove: "recovery key removed"
+            case .recoveryReset: "passcode reset with the recovery key"
+            }
+        }
+
+        var failed: String {
+            switch self {
+            case .unlock: "unlock failed"
+            case .passwd: "passcode change refused"
+            case .recoveryCreate: "recovery key refused"
+            case .recoveryRemove: "recovery key removal failed"
+            case .recoveryReset: "passcode reset with the recovery key failed"
+            }
+        }
+    }
+
+    /// Runs a store call for `peer` and logs its outcome: who, and on
+    /// failure the error code (`protd.<action>.result`) and the
+    /// failed-attempt count; never a secret. After a failure it publishes
+    /// what an erase-after-N left undelivered.
+    private func audited<R>(_ action: AuditedAction, by peer: PeerCredentials, _ body: () throws -> R) throws -> R {
+        let metadata: Logger.Metadata = ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)"]
         do {
-            try store.setPasscode(new, old: old)
-            logger.notice("passcode changed", metadata: ["protd.peer.uid": "\(peer.uid)"])
-        } catch let error as ProtectionError {
-            logger.warning("passcode change refused", metadata: [
-                "protd.peer.uid": "\(peer.uid)", "protd.passwd.result": "\(error.code.rawValue)",
-                "protd.unlock.failed_attempts": "\(store.status.failedAttempts)"])
+            let result = try body()
+            logger.notice("\(action.succeeded)", metadata: metadata)
+            return result
+        } catch {
+            let code = (error as? ProtectionError).map { "\($0.code.rawValue)" } ?? "\(type(of: error))"
+            var failure = metadata
+            failure["protd.\(action.rawValue).result"] = "\(code)"
+            failure["protd.unlock.failed_attempts"] = "\(store.status.failedAttempts)"
+            logger.warning("\(action.failed)", metadata: failure)
+            if (error as? ProtectionError)?.code == .erasedAfterFailedAttempts {
+                logger.critical("every key was erased after too many failed attempts", metadata: metadata)
+            }
+            publish(store.takeUndeliveredEvents())
             throw error
         }
     }

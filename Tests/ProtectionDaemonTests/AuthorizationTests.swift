@@ -8,25 +8,28 @@ import Testing
 struct AuthorizationTests {
     let policy = Authorization(adminGroupID: 50, daemonUID: 999)
 
-    @Test("root may lock, change the passcode and erase")
+    @Test("root may lock, change the passcode, manage the recovery key and erase")
     func root() {
         let root = PeerCredentials(uid: 0, gid: 0, pid: 1, groups: [])
         #expect(policy.mayLock(root) && policy.mayChangePasscode(root) && policy.mayErase(root))
+        #expect(policy.mayManageRecoveryKey(root))
     }
 
     @Test("the daemon's own user may do what root may")
     func daemonUser() {
         let own = PeerCredentials(uid: 999, gid: 999, pid: 4, groups: [])
         #expect(policy.mayLock(own) && policy.mayChangePasscode(own) && policy.mayErase(own))
+        #expect(policy.mayManageRecoveryKey(own))
     }
 
-    @Test("an admin-group member may lock and change the passcode but not erase")
+    @Test("an admin-group member may lock, change the passcode and manage the recovery key but not erase")
     func adminMember() {
         let supplementary = PeerCredentials(uid: 1000, gid: 1000, pid: 2, groups: [27, 50])
         let primary = PeerCredentials(uid: 1001, gid: 50, pid: 3, groups: [])
         for peer in [supplementary, primary] {
             #expect(policy.mayLock(peer))
             #expect(policy.mayChangePasscode(peer))
+            #expect(policy.mayManageRecoveryKey(peer))
             #expect(!policy.mayErase(peer))
         }
     }
@@ -35,6 +38,7 @@ struct AuthorizationTests {
     func others() {
         let user = PeerCredentials(uid: 1000, gid: 1000, pid: 2, groups: [27])
         #expect(!policy.mayLock(user) && !policy.mayChangePasscode(user) && !policy.mayErase(user))
+        #expect(!policy.mayManageRecoveryKey(user))
         let noGroup = Authorization(adminGroupID: nil, daemonUID: 999)
         #expect(!noGroup.mayLock(PeerCredentials(uid: 1000, gid: 50, pid: 2, groups: [50])))
     }

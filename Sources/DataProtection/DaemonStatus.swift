@@ -23,6 +23,8 @@ public struct DaemonStatus: Sendable, Equatable {
     /// could be swapped to disk: protd lacks CAP_IPC_LOCK or enough
     /// LimitMEMLOCK (its journal says so at start).
     public var keyMemoryLocked: Bool
+    /// Whether a recovery key can set a new passcode (`resetPasscode`).
+    public var recoveryKeySet: Bool
     /// Why the daemon serves no files, when it is in a fault state (a key
     /// bag it cannot open, an unreadable state directory); else nil. Every
     /// request but `status` then fails with an error that says the same.
@@ -31,7 +33,7 @@ public struct DaemonStatus: Sendable, Equatable {
     /// Makes a status.
     public init(state: LockState, passcodeSet: Bool, failedAttempts: Int, retryAfter: Duration?,
                 gracePeriod: Duration, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64?,
-                keyMemoryLocked: Bool, fault: String? = nil) {
+                keyMemoryLocked: Bool, recoveryKeySet: Bool = false, fault: String? = nil) {
         self.state = state
         self.passcodeSet = passcodeSet
         self.failedAttempts = failedAttempts
@@ -40,6 +42,7 @@ public struct DaemonStatus: Sendable, Equatable {
         self.eventSequence = eventSequence
         self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
         self.keyMemoryLocked = keyMemoryLocked
+        self.recoveryKeySet = recoveryKeySet
         self.fault = fault
     }
 
@@ -58,6 +61,6 @@ extension DaemonStatus {
                   eventSequence: report.eventSequence,
                   lockDeadlineUnixMilliseconds: report.lockDeadlineUnixMilliseconds == 0
                       ? nil : report.lockDeadlineUnixMilliseconds,
-                  keyMemoryLocked: report.keyMemoryLocked, fault: report.fault)
+                  keyMemoryLocked: report.keyMemoryLocked, recoveryKeySet: report.recoveryKeySet, fault: report.fault)
     }
 }

@@ -169,6 +169,35 @@ public final class DataProtectionClient: Sendable {
         try await connection.expectOK(.passwd(old: oldSecret, new: newSecret), "passwd")
     }
 
+    /// Makes a recovery key, given the current passcode (checked and
+    /// counted like an unlock), replacing any earlier one. protd keeps no
+    /// copy: show its `text` to the person once. Needs root or the admin
+    /// group (`.permissionDenied`) and a passcode (`.noPasscodeSet`).
+    public func createRecoveryKey(passcode: String) async throws(DataProtectionError) -> RecoveryKey {
+        var secret = Array(passcode.utf8)
+        defer { secret.wipe() }
+        let response = try await connection.single(.recoveryCreate(passcode: secret))
+        guard case .recoveryKey(let bytes) = response else { throw .unexpected(response, to: "recoveryCreate") }
+        return try RecoveryKey(bytes: bytes)
+    }
+
+    /// Deletes the recovery key: it resets nothing afterwards. Needs root
+    /// or the admin group.
+    public func removeRecoveryKey() async throws(DataProtectionError) {
+        try await connection.expectOK(.recoveryRemove, "recoveryRemove")
+    }
+
+    /// Sets a new passcode with the recovery key, for a forgotten passcode,
+    /// and unlocks; every file stays readable and the recovery key stays
+    /// valid. Needs no privileges. A wrong key is a failed attempt, like a
+    /// wrong passcode at unlock (`.wrongPasscode`, then `.rateLimited`);
+    /// with no recovery key set it fails with `.notFound`.
+    public func resetPasscode(recoveryKey: RecoveryKey, newPasscode: String) async throws(DataProtectionError) {
+        var secret = Array(newPasscode.utf8)
+        defer { secret.wipe() }
+        try await connection.expectOK(.recoveryReset(recoveryKey: recoveryKey.bytes, newPasscode: secret), "recoveryReset")
+    }
+
     /// Destroys every key: every protected file becomes unreadable at once.
     /// Needs root.
     public func erase() async throws(DataProtectionError) {

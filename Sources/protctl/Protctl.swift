@@ -10,11 +10,11 @@ struct Protctl: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 ok, 64 usage, 65 integrity failure, 66 no such file, 69 daemon \
             unreachable, 73 cannot write the read output, 75 protected data unavailable or rate-limited (retry later), 77 wrong \
-            passcode or not permitted, 78 configuration error, 1 anything else.
+            passcode or recovery key, or not permitted, 78 configuration error, 1 anything else.
             """,
         version: "protctl \(ProtdVersion.current)",
         subcommands: [
-            Status.self, Lock.self, Unlock.self, Passwd.self, Erase.self,
+            Status.self, Lock.self, Unlock.self, Passwd.self, Recovery.self, Erase.self,
             Write.self, Read.self, List.self, Remove.self, Protection.self, Watch.self,
         ])
 

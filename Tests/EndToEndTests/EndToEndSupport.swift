@@ -19,6 +19,15 @@ enum EndToEnd {
         return (daemon, try await DataProtectionClient.connect(socketPath: daemon.socketPath))
     }
 
+    /// protctl against `daemon` as uid/gid 4242 with no supplementary groups
+    /// (needs root, for setpriv).
+    static func protctlAsOtherUser(_ daemon: DaemonProcess, _ arguments: [String], input: String? = nil) throws
+        -> CommandResult {
+        try CommandRunner.run("/usr/bin/setpriv",
+                              ["--reuid=4242", "--regid=4242", "--clear-groups", CommandRunner.builtProduct("protctl"),
+                               "--socket", daemon.socketPath] + arguments, input: input.map { Array($0.utf8) })
+    }
+
     /// The error code `body` fails with, or nil when it succeeds.
     static func failure(_ body: () async throws -> Void) async -> DataProtectionError.Code? {
         await error(body)?.code

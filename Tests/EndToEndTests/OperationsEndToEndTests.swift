@@ -20,11 +20,8 @@ struct OperationsEndToEndTests {
         FileManager.default.isExecutableFile(atPath: $0)
     }
 
-    /// protctl as uid/gid 4242 with no supplementary groups.
     private func asOtherUser(_ daemon: DaemonProcess, _ arguments: [String], input: String? = nil) throws -> CommandResult {
-        try CommandRunner.run("/usr/bin/setpriv",
-                              ["--reuid=4242", "--regid=4242", "--clear-groups", Self.protctl, "--socket", daemon.socketPath]
-                                  + arguments, input: input.map { Array($0.utf8) })
+        try EndToEnd.protctlAsOtherUser(daemon, arguments, input: input)
     }
 
     @Test("another uid cannot list, read, overwrite or delete the first uid's files and is refused lock, passwd and erase",

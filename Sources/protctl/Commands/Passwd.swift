@@ -26,10 +26,7 @@ struct Passwd: AsyncParsableCommand {
                 (old, new) = passcodeSet ? (lines[0], lines[1]) : (nil, lines[0])
             } else {
                 old = passcodeSet ? try PasscodeInput.prompt("Current passcode: ") : nil
-                new = try PasscodeInput.prompt("New passcode: ")
-                guard try PasscodeInput.prompt("New passcode again: ") == new else {
-                    throw CommandFailure(description: "the two new passcodes differ; nothing changed", exitCode: 64)
-                }
+                new = try PasscodeInput.promptNew()
             }
             try await client.setPasscode(new, old: old)
             if root.json { Output.json(["passcodeSet": true]) } else { Output.line("passcode \(passcodeSet ? "changed" : "set")") }

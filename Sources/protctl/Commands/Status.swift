@@ -2,7 +2,7 @@ import ArgumentParser
 import DataProtection
 import Foundation
 
-/// `protctl status`: lock state, passcode, failed attempts, retry delay,
+/// `protctl status`: lock state, passcode, recovery key, failed attempts, retry delay,
 /// grace period, whether key memory is locked in RAM, and the fault that keeps the daemon from serving files.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the lock state and failed-attempt record.")
@@ -19,11 +19,13 @@ struct Status: AsyncParsableCommand {
                 Output.json(["state": status.state.rawValue, "passcodeSet": status.passcodeSet,
                              "failedAttempts": status.failedAttempts, "retryAfterSeconds": retry,
                              "gracePeriodSeconds": grace, "eventSequence": status.eventSequence,
-                             "keyMemoryLocked": status.keyMemoryLocked, "fault": status.fault ?? NSNull()])
+                             "keyMemoryLocked": status.keyMemoryLocked, "recoveryKeySet": status.recoveryKeySet,
+                             "fault": status.fault ?? NSNull()])
             } else {
                 if let fault = status.fault { Output.line("fault: \(fault)") }
                 Output.line("state: \(status.state)")
                 Output.line("passcode set: \(status.passcodeSet ? "yes" : "no")")
+                Output.line("recovery key: \(status.recoveryKeySet ? "set" : "not set")")
                 Output.line("failed attempts: \(status.failedAttempts)")
                 Output.line("next unlock attempt: \(retry > 0 ? "in \(retry) s" : "now")")
                 Output.line("grace period: \(grace) s")

@@ -29,6 +29,15 @@ enum PasscodeInput {
         }
     }
 
+    /// Asks for a new passcode twice on the terminal; they must match.
+    static func promptNew() throws -> String {
+        let new = try prompt("New passcode: ")
+        guard try prompt("New passcode again: ") == new else {
+            throw CommandFailure(description: "the two new passcodes differ; nothing changed", exitCode: 64)
+        }
+        return new
+    }
+
     /// Asks on the terminal with echo off.
     static func prompt(_ text: String) throws -> String {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)

@@ -136,7 +136,7 @@ public func initialize(_ argc: UnsafeMutablePointer<CInt>?,
 /// One seed per request and response kind: a hello then the message, as a
 /// connection sends them, in one read (cut 0); a few with other cuts.
 private func writeSeeds(to directory: String) {
-    let hello = Request.hello(minimumVersion: 2, maximumVersion: 2, client: "fuzz")
+    let hello = Request.hello(minimumVersion: 3, maximumVersion: 3, client: "fuzz")
     var data = ByteBufferAllocator().buffer(capacity: 16)
     data.writeString("sixteen bytes...")
     let requests: [Request] = [
@@ -151,14 +151,16 @@ private func writeSeeds(to directory: String) {
         .handleSync(handle: 1), .handleClose(handle: 1), .getProtection(name: "a"),
         .setProtection(name: "a", protection: .none), .list(prefix: "notes/"), .stat(name: "a"), .delete(name: "a"),
         .subscribe, .acknowledge(sequence: 7),
+        .recoveryCreate(passcode: Array("secret".utf8)), .recoveryRemove,
+        .recoveryReset(recoveryKey: Array(0..<32), newPasscode: Array("new".utf8)),
     ]
     let report = StatusReport(state: .locking, passcodeSet: true, failedAttempts: 2, retryAfterSeconds: 5,
                               gracePeriodMilliseconds: 10_000, eventSequence: 3, lockDeadlineUnixMilliseconds: 1_700_000_000_000,
-                              keyMemoryLocked: true, fault: nil)
+                              keyMemoryLocked: true, recoveryKeySet: true, fault: nil)
     let attributes = WireAttributes(name: "notes/a.txt", protection: .completeUntilFirstUserAuthentication,
                                     size: 12, modificationTime: 1_700_000_000)
     let responses: [Response] = [
-        .ok, .helloAccepted(version: 2, maximumFrameLength: UInt32(daemonFrameLimit), uid: 1000, gid: 1000),
+        .ok, .helloAccepted(version: 3, maximumFrameLength: UInt32(daemonFrameLimit), uid: 1000, gid: 1000),
         .status(report), .subscribed(StatusReport(state: .unlocked, passcodeSet: false, failedAttempts: 0,
                                                   retryAfterSeconds: 0, gracePeriodMilliseconds: 0, eventSequence: 0,
                                                   lockDeadlineUnixMilliseconds: 0, keyMemoryLocked: false,
@@ -169,6 +171,7 @@ private func writeSeeds(to directory: String) {
         .event(WireEvent(kind: .willBecomeUnavailable, sequence: 4, state: .locking,
                          deadlineUnixMilliseconds: 1_700_000_000_000)),
         .event(WireEvent(kind: .didBecomeAvailable, sequence: 5, state: .unlocked, firstUnlock: true)),
+        .recoveryKey(Array(repeating: 0x5A, count: 32)),
     ]
     func write(_ name: String, cut: UInt8, _ frames: [Frame]) {
         var bytes: [UInt8] = [cut, 15]

@@ -150,7 +150,7 @@ private func writeSeeds(to directory: String) {
         .handleAppend(handle: 1, data: data), .handleTruncate(handle: 1, size: 10), .handleSize(handle: 1),
         .handleSync(handle: 1), .handleClose(handle: 1), .getProtection(name: "a"),
         .setProtection(name: "a", protection: .none), .list(prefix: "notes/"), .stat(name: "a"), .delete(name: "a"),
-        .subscribe, .acknowledge(sequence: 7),
+        .subscribe, .acknowledge(sequence: 7), .loginUnlock(uid: 1001, passcode: Array("secret".utf8)),
     ]
     let report = StatusReport(state: .locking, passcodeSet: true, failedAttempts: 2, retryAfterSeconds: 5,
                               gracePeriodMilliseconds: 10_000, eventSequence: 3, lockDeadlineUnixMilliseconds: 1_700_000_000_000,

@@ -161,6 +161,14 @@ final class Connection {
             let secret = try Self.secret(passcode, field: "passcode")
             try await context.lockController.unlock(passcode: secret, by: peer)
             return .ok
+        case .loginUnlock(let uid, let passcode):
+            // A PAM stack running as root speaks for any login; anyone else only for their own.
+            guard peer.uid == 0 || peer.uid == uid else {
+                throw WireError.permissionDenied("only root may unlock at another user's login")
+            }
+            let secret = try Self.secret(passcode, field: "passcode")
+            try await context.lockController.unlock(passcode: secret, countedAgainst: .login(uid: uid), by: peer)
+            return .ok
         case .passwd(let old, let new):
             guard context.authorization.mayChangePasscode(peer) else {
                 throw WireError.permissionDenied("changing the passcode needs root or the admin group")

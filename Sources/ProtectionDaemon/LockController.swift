@@ -58,10 +58,12 @@ public actor LockController {
     }
 
     /// Unlocks with `passcode` (rate-limited by the key bag).
-    func unlock(passcode: SecretBytes, by peer: PeerCredentials) throws {
-        let metadata: Logger.Metadata = ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)"]
+    func unlock(passcode: SecretBytes, countedAgainst counter: AttemptCounter = .machine,
+                by peer: PeerCredentials) throws {
+        var metadata: Logger.Metadata = ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)"]
+        if case .login(let uid) = counter { metadata["protd.login.uid"] = "\(uid)" }
         do {
-            let events = try store.unlock(passcode: passcode)
+            let events = try store.unlock(passcode: passcode, countedAgainst: counter)
             logger.notice("unlock succeeded", metadata: metadata)
             publish(events)
         } catch let error as ProtectionError {

@@ -31,6 +31,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case handleSync = 0x19
     case writeAbort = 0x1A
     // 0x1B was writeDirect in protocol version 1; it is not used.
+    case loginUnlock = 0x1F
 
     // Responses (daemon to client).
     case ok = 0x80

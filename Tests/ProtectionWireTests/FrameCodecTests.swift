@@ -180,6 +180,7 @@ struct MessageCodecTests {
         .lock(graceMilliseconds: nil, waitUntilLocked: false),
         .lock(graceMilliseconds: 0, waitUntilLocked: true),
         .unlock(passcode: Array("pässcode".utf8)),
+        .loginUnlock(uid: 1001, passcode: Array("pässcode".utf8)),
         .passwd(old: nil, new: [1, 2]), .passwd(old: [3], new: [4]),
         .writeBegin(name: "a/b", protection: .completeUnlessOpen, durable: true),
         .writeChunk(ByteBuffer(bytes: [9, 8, 7])),

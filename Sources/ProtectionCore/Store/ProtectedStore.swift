@@ -135,9 +135,11 @@ public final class ProtectedStore: Sendable {
     /// and its event waits in `takeUndeliveredEvents()`.
     /// An unlock that finds a key rotation pending (a crash interrupted the
     /// one the first passcode started) finishes it before returning.
-    public func unlock(passcode: SecretBytes) throws -> [ProtectionEvent] {
+    /// `counter`: whose failed-attempt count it goes to (`.login` for an
+    /// unlock at login, docs/pam.md).
+    public func unlock(passcode: SecretBytes, countedAgainst counter: AttemptCounter = .machine) throws -> [ProtectionEvent] {
         let events = try completingErase { state in
-            try checkingKeyBag(in: &state) { try $0.unlock(passcode: passcode) }
+            try checkingKeyBag(in: &state) { try $0.unlock(passcode: passcode, countedAgainst: counter) }
             completeDeviceSecretMigration(in: &state, passcode: passcode)
             return perform(state.machine.unlockSucceeded(), on: &state).events
         }

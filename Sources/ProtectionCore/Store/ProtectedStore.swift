@@ -394,14 +394,17 @@ public final class ProtectedStore: Sendable {
                                    durable: durable)
         pending.quotaCharge = quotaCharge
         pending.keyUse = keyUse
-        try state.withLock { state in
+        let registered = state.withLock { state in
             // A class A write may not start after its key is gone.
-            if protection == .complete && state.keyBag.keys.a == nil {
-                pending.abort()
-                throw ProtectionError.unavailable(.complete)
-            }
+            if protection == .complete && state.keyBag.keys.a == nil { return false }
             state.pendingWrites = state.pendingWrites.filter { $0.value.write != nil }
             state.pendingWrites[ObjectIdentifier(pending)] = WeakPendingWrite(write: pending)
+            return true
+        }
+        guard registered else {
+            // Outside the state lock: letting go of its keys takes that lock.
+            pending.abort()
+            throw ProtectionError.unavailable(.complete)
         }
         return pending
     }

@@ -1,12 +1,23 @@
+#if canImport(Glibc)
 internal import Glibc
+#elseif canImport(Musl)
+internal import Musl
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
 
 /// Overwrites ordinary memory that held file content or a passcode with
-/// zeros once it is no longer needed, with `explicit_bzero`, which the
-/// compiler may not drop as a dead store before a free.
+/// zeros once it is no longer needed, with `explicit_bzero` (`memset_s` on
+/// Darwin), which the compiler may not drop as a dead store before a free.
 public enum Zeroing {
     /// Zeroes `bytes`.
     public static func wipe(_ bytes: UnsafeMutableRawBufferPointer) {
-        if let base = bytes.baseAddress { explicit_bzero(base, bytes.count) }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        #if canImport(Darwin)
+        _ = memset_s(base, bytes.count, 0, bytes.count)
+        #else
+        explicit_bzero(base, bytes.count)
+        #endif
     }
 
     /// Zeroes an array the caller owns, in place.

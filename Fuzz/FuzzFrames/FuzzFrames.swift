@@ -4,8 +4,8 @@
 // bytes (all at once when 0) and is split into frames by four decoders, as
 // NIO drives them (`NIOSingleStepByteToMessageProcessor`):
 //
-// - the daemon's: the default frame limit, bodies of 64 KiB or more copied
-//   out as they arrive (`FrameDecoder.chunkCopyThreshold`);
+// - the daemon's: the default frame limit, every body copied out as it
+//   arrives and every byte taken zeroed (`FrameDecoder.wiping`);
 // - the client's: a 16 MiB limit, nothing copied;
 // - two with an 8 KiB limit (above any input's length, so frames complete):
 //   one copying bodies of `1 + threshold % 64` bytes or more out as they
@@ -43,8 +43,7 @@ public func fuzzFrames(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let threshold = 1 + Int(input[1]) % 64
     let stream = UnsafeRawBufferPointer(rebasing: input[2...])
 
-    let daemon = split(stream, cut: cut, FrameDecoder(maximumFrameLength: daemonFrameLimit,
-                                                      copyThreshold: FrameDecoder.chunkCopyThreshold))
+    let daemon = split(stream, cut: cut, FrameDecoder.wiping(maximumFrameLength: daemonFrameLimit))
     let client = split(stream, cut: cut, FrameDecoder(maximumFrameLength: clientFrameLimit))
     let copying = split(stream, cut: cut, FrameDecoder(maximumFrameLength: comparisonFrameLimit, copyThreshold: threshold))
     let slicing = split(stream, cut: cut, FrameDecoder(maximumFrameLength: comparisonFrameLimit))

@@ -1,3 +1,4 @@
+internal import ProtectionModel
 internal import ProtectionWire
 
 #if canImport(Glibc)
@@ -248,7 +249,5 @@ public final class DataProtectionClient: Sendable {
 extension [UInt8] {
     /// Overwrites this copy of a passcode with zeros (best effort: the
     /// string it came from and the frame that was sent are out of reach).
-    mutating func wipe() {
-        withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
-    }
+    mutating func wipe() { Zeroing.wipe(&self) }
 }

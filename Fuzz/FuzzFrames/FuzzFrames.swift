@@ -4,8 +4,8 @@
 // bytes (all at once when 0) and is split into frames by four decoders, as
 // NIO drives them (`NIOSingleStepByteToMessageProcessor`):
 //
-// - the daemon's: the default frame limit, bodies of 64 KiB or more copied
-//   out as they arrive (`FrameDecoder.chunkCopyThreshold`);
+// - the daemon's: the default frame limit, every body copied out as it
+//   arrives and every byte taken zeroed (`FrameDecoder.wiping`);
 // - the client's: a 16 MiB limit, nothing copied;
 // - two with an 8 KiB limit (above any input's length, so frames complete):
 //   one copying bodies of `1 + threshold % 64` bytes or more out as they
@@ -43,8 +43,7 @@ public func fuzzFrames(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let threshold = 1 + Int(input[1]) % 64
     let stream = UnsafeRawBufferPointer(rebasing: input[2...])
 
-    let daemon = split(stream, cut: cut, FrameDecoder(maximumFrameLength: daemonFrameLimit,
-                                                      copyThreshold: FrameDecoder.chunkCopyThreshold))
+    let daemon = split(stream, cut: cut, FrameDecoder.wiping(maximumFrameLength: daemonFrameLimit))
     let client = split(stream, cut: cut, FrameDecoder(maximumFrameLength: clientFrameLimit))
     let copying = split(stream, cut: cut, FrameDecoder(maximumFrameLength: comparisonFrameLimit, copyThreshold: threshold))
     let slicing = split(stream, cut: cut, FrameDecoder(maximumFrameLength: comparisonFrameLimit))
@@ -150,7 +149,7 @@ private func writeSeeds(to directory: String) {
         .handleAppend(handle: 1, data: data), .handleTruncate(handle: 1, size: 10), .handleSize(handle: 1),
         .handleSync(handle: 1), .handleClose(handle: 1), .getProtection(name: "a"),
         .setProtection(name: "a", protection: .none), .list(prefix: "notes/"), .stat(name: "a"), .delete(name: "a"),
-        .subscribe, .acknowledge(sequence: 7),
+        .subscribe, .acknowledge(sequence: 7), .loginUnlock(uid: 1001, passcode: Array("secret".utf8)),
         .recoveryCreate(passcode: Array("secret".utf8)), .recoveryRemove,
         .recoveryReset(recoveryKey: Array(0..<32), newPasscode: Array("new".utf8)),
     ]

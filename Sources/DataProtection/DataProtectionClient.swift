@@ -1,3 +1,4 @@
+internal import ProtectionModel
 internal import ProtectionWire
 
 #if canImport(Glibc)
@@ -157,6 +158,16 @@ public final class DataProtectionClient: Sendable {
         try await connection.expectOK(.unlock(passcode: secret), "unlock")
     }
 
+    /// Unlocks at the login of `uid` (a PAM module's unlock, docs/pam.md):
+    /// a wrong passcode counts against that user's own failed attempts and
+    /// delays, not the machine's, and never erases. Only root may name
+    /// another uid than its own.
+    public func unlock(passcode: String, atLoginOf uid: UInt32) async throws(DataProtectionError) {
+        var secret = Array(passcode.utf8)
+        defer { secret.wipe() }
+        try await connection.expectOK(.loginUnlock(uid: uid, passcode: secret), "unlock")
+    }
+
     /// Sets the passcode (`old` nil, when none is set) or changes it (`old`
     /// is the current passcode). Needs root or the admin group.
     public func setPasscode(_ new: String, old: String? = nil) async throws(DataProtectionError) {
@@ -267,7 +278,5 @@ public final class DataProtectionClient: Sendable {
 extension [UInt8] {
     /// Overwrites this copy of a passcode with zeros (best effort: the
     /// string it came from and the frame that was sent are out of reach).
-    mutating func wipe() {
-        withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) }
-    }
+    mutating func wipe() { Zeroing.wipe(&self) }
 }

@@ -92,7 +92,7 @@ struct ConnectionSlots: Sendable {
     /// Whether a connection on a kept slot may make `request`.
     static func servesOnKeptSlot(_ request: Request) -> Bool {
         switch request {
-        case .status, .lock, .unlock, .passwd, .erase, .recoveryCreate, .recoveryRemove, .recoveryReset: true
+        case .status, .lock, .unlock, .loginUnlock, .passwd, .erase, .recoveryCreate, .recoveryRemove, .recoveryReset: true
         default: false
         }
     }

@@ -54,14 +54,14 @@ final class Connection {
             var frames = inbound.makeAsyncIterator()
             if let first = try await frames.next(), try await handshake(first) {
                 while let frame = try await frames.next() {
-                    guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
-                    let request = try Request(frame: frame)
+                    let request = try Self.request(in: frame)
                     if slot == .kept && !ConnectionSlots.servesOnKeptSlot(request) {
+                        Self.wipe(request, received: frame)
                         logger.info("closing a kept connection that asked for ordinary work")
                         try? await send(.error(ConnectionSlots.keptSlotRefusal), id: 0)
                         break
                     }
-                    try await serve(request, id: frame.requestID)
+                    try await serve(request, received: frame)
                 }
             }
         } catch let violation as ProtocolViolation {
@@ -106,14 +106,48 @@ final class Connection {
         try await outbound.write(response.frame(requestID: id))
     }
 
-    /// Answers one request; failures become error answers, except
-    /// protocol violations, which end the connection.
-    private func serve(_ request: Request, id: UInt32) async throws {
+    /// Sends frames that carry file content. The writer zeroes them once
+    /// written; frames that cannot be handed to it are zeroed here.
+    private func sendContent(_ frames: [Frame]) async throws {
+        do {
+            try await outbound.write(contentsOf: frames)
+        } catch {
+            for frame in frames { frame.wipeContent() }
+            throw error
+        }
+    }
+
+    /// The request `frame` carries; a frame that is none is zeroed.
+    private static func request(in frame: Frame) throws -> Request {
+        do {
+            guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
+            return try Request(frame: frame)
+        } catch {
+            frame.wipeContent()
+            throw error
+        }
+    }
+
+    /// Zeroes the content and passcodes of a request received in `frame`,
+    /// once it is done with (docs/SECURITY.md).
+    private static func wipe(_ request: Request, received frame: Frame) {
+        frame.wipeContent()
+        request.wipePasscodes()
+    }
+
+    /// Answers the request received in `frame`; failures become error
+    /// answers, except protocol violations, which end the connection.
+    /// Its content and passcodes are zeroed before any answer goes out.
+    private func serve(_ request: Request, received frame: Frame) async throws {
+        let id = frame.requestID
         defer { uncountClosedFiles() }
         do {
-            if let answer = try await answer(request, id: id) {
-                try await send(answer, id: id)
+            let answer: Response?
+            do {
+                defer { Self.wipe(request, received: frame) }
+                answer = try await self.answer(request, id: id)
             }
+            if let answer { try await send(answer, id: id) }
         } catch let violation as ProtocolViolation {
             throw violation
         } catch {
@@ -156,10 +190,18 @@ final class Connection {
             leftLockAnswers = leftLockAnswers || settled == nil
             return settled.map(Self.lockAnswer(settledIn:))
         case .unlock(let passcode):
-            // The copies in NIO's buffers and in `passcode` cannot be zeroed
-            // reliably in Swift; the key bag only ever sees guarded memory.
+            // `serve` zeroes the frame and `passcode` after this; the key
+            // bag only ever sees guarded memory.
             let secret = try Self.secret(passcode, field: "passcode")
             try await context.lockController.unlock(passcode: secret, by: peer)
+            return .ok
+        case .loginUnlock(let uid, let passcode):
+            // A PAM stack running as root speaks for any login; anyone else only for their own.
+            guard peer.uid == 0 || peer.uid == uid else {
+                throw WireError.permissionDenied("only root may unlock at another user's login")
+            }
+            let secret = try Self.secret(passcode, field: "passcode")
+            try await context.lockController.unlock(passcode: secret, countedAgainst: .login(uid: uid), by: peer)
             return .ok
         case .passwd(let old, let new):
             guard context.authorization.mayChangePasscode(peer) else {
@@ -179,9 +221,9 @@ final class Connection {
             }
             let key = try await context.lockController.createRecoveryKey(
                 passcode: try Self.secret(passcode, field: "passcode"), by: peer)
-            // From guarded memory into the frame, then wiped: the answer is its only copy.
+            // From guarded memory into the frame, which the writer zeroes once sent: its only copy.
             defer { key.wipe() }
-            try await outbound.write(try key.withUnsafeBytes { Response.recoveryKeyFrame(requestID: id, key: $0) })
+            try await sendContent([try key.withUnsafeBytes { Response.recoveryKeyFrame(requestID: id, key: $0) }])
             return nil
         case .recoveryRemove:
             guard context.authorization.mayManageRecoveryKey(peer) else {
@@ -252,14 +294,15 @@ final class Connection {
             let handle = try handle(number)
             let start = try Self.offset(offset)
             let wanted = min(Int(length), chunkSize)
-            try await outbound.write(try Self.dataFrame(reading: handle, at: start, count: wanted, chunk: false, id: id).frame)
+            try await sendContent([try Self.dataFrame(reading: handle, at: start, count: wanted, chunk: false, id: id).frame])
             return nil
         case .handleWrite(let number, let offset, let data):
             let handle = try handle(number)
-            try handle.write(Array(buffer: data), at: try Self.offset(offset))
+            try data.withUnsafeReadableBytes { try handle.write($0, at: try Self.offset(offset)) }
             return .size(UInt64(try handle.size()))
         case .handleAppend(let number, let data):
-            return .size(UInt64(try handle(number).append(Array(buffer: data))))
+            let handle = try handle(number)
+            return .size(UInt64(try data.withUnsafeReadableBytes { try handle.append($0) }))
         case .handleTruncate(let number, let size):
             let handle = try handle(number)
             let newSize = try Self.offset(size)
@@ -338,7 +381,7 @@ final class Connection {
             }
         }
         if let (frame, count) = small {
-            try await outbound.write(contentsOf: (count > 0 ? [frame] : []) + [Response.end.frame(requestID: id)])
+            try await sendContent((count > 0 ? [frame] : []) + [Response.end.frame(requestID: id)])
             return
         }
         // Opens the file and reads its first chunk; when that is all of it,
@@ -364,10 +407,10 @@ final class Connection {
             if last {
                 // The end goes out with the last chunk, in one write: a small
                 // file's whole answer is one hand-off to the event loop.
-                try await outbound.write(contentsOf: [frame, Response.end.frame(requestID: id)])
+                try await sendContent([frame, Response.end.frame(requestID: id)])
                 return
             }
-            try await outbound.write(frame)
+            try await sendContent([frame])
             position += count
             remaining -= UInt64(count)
             chunk = try nextChunk(of: handle, at: position, remaining: remaining, id: id, version: &version)

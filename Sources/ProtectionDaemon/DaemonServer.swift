@@ -81,10 +81,9 @@ public final class DaemonServer: Service {
         let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { channel in
             PeerCredentials.read(from: channel).flatMapThrowing { peer in
                 try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength,
-                                                      copyThreshold: FrameDecoder.chunkCopyThreshold)))
+                    ByteToMessageHandler(FrameDecoder.wiping(maximumFrameLength: maximumFrameLength)))
                 let events = try EventSinkReference.install(in: channel)
-                try channel.pipeline.syncOperations.addHandler(FrameWriter())
+                try channel.pipeline.syncOperations.addHandler(FrameWriter(wipesContent: true))
                 return AcceptedConnection(peer: peer, events: events,
                                           channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel,
                                                                        configuration: Self.channelConfiguration))

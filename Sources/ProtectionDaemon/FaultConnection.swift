@@ -20,12 +20,19 @@ struct FaultConnection {
             try await outbound.write(answer.frame(requestID: first.requestID))
             guard accepted else { return }
             while let frame = try await frames.next() {
-                guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
-                let answer: Response? = switch try Request(frame: frame) {
-                case .status: .status(context.statusReport)
-                // A streamed write's begin got the refusal; its rest is ignored.
-                case .writeChunk, .writeEnd, .writeAbort: nil
-                default: .error(context.fault.refusal)
+                let answer: Response?
+                do {
+                    // Refused content and passcodes are zeroed too, before the answer (docs/SECURITY.md).
+                    defer { frame.wipeContent() }
+                    guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }
+                    let request = try Request(frame: frame)
+                    defer { request.wipePasscodes() }
+                    answer = switch request {
+                    case .status: .status(context.statusReport)
+                    // A streamed write's begin got the refusal; its rest is ignored.
+                    case .writeChunk, .writeEnd, .writeAbort: nil
+                    default: .error(context.fault.refusal)
+                    }
                 }
                 if let answer { try await outbound.write(answer.frame(requestID: frame.requestID)) }
             }

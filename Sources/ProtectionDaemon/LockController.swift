@@ -59,8 +59,11 @@ public actor LockController {
     }
 
     /// Unlocks with `passcode` (rate-limited by the key bag).
-    func unlock(passcode: SecretBytes, by peer: PeerCredentials) throws {
-        publish(try audited(.unlock, by: peer) { try store.unlock(passcode: passcode) })
+    func unlock(passcode: SecretBytes, countedAgainst counter: AttemptCounter = .machine,
+                by peer: PeerCredentials) throws {
+        var login: Logger.Metadata = [:]
+        if case .login(let uid) = counter { login["protd.login.uid"] = "\(uid)" }
+        publish(try audited(.unlock, by: peer, metadata: login) { try store.unlock(passcode: passcode, countedAgainst: counter) })
     }
 
     /// Sets or changes the passcode (already authorised).
@@ -115,8 +118,9 @@ public actor LockController {
     /// failure the error code (`protd.<action>.result`) and the
     /// failed-attempt count; never a secret. After a failure it publishes
     /// what an erase-after-N left undelivered.
-    private func audited<R>(_ action: AuditedAction, by peer: PeerCredentials, _ body: () throws -> R) throws -> R {
-        let metadata: Logger.Metadata = ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)"]
+    private func audited<R>(_ action: AuditedAction, by peer: PeerCredentials, metadata extra: Logger.Metadata = [:],
+                            _ body: () throws -> R) throws -> R {
+        let metadata = extra.merging(["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)"]) { $1 }
         do {
             let result = try body()
             logger.notice("\(action.succeeded)", metadata: metadata)

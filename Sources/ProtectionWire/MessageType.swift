@@ -35,6 +35,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case recoveryCreate = 0x1C
     case recoveryRemove = 0x1D
     case recoveryReset = 0x1E
+    case loginUnlock = 0x1F
 
     // Responses (daemon to client).
     case ok = 0x80

@@ -12,6 +12,9 @@ public enum Request: Sendable, Equatable {
     case lock(graceMilliseconds: UInt32?, waitUntilLocked: Bool)
     /// Unlock with the passcode's UTF-8 bytes.
     case unlock(passcode: [UInt8])
+    /// Unlock at the login of `uid` (docs/pam.md): a wrong passcode counts
+    /// against that user's own failed attempts, not the machine's.
+    case loginUnlock(uid: UInt32, passcode: [UInt8])
     /// Set (old nil) or change the passcode.
     case passwd(old: [UInt8]?, new: [UInt8])
     /// Crypto-shred everything.
@@ -71,6 +74,7 @@ public enum Request: Sendable, Equatable {
         case .status: .status
         case .lock: .lock
         case .unlock: .unlock
+        case .loginUnlock: .loginUnlock
         case .passwd: .passwd
         case .erase: .erase
         case .writeBegin: .writeBegin
@@ -113,6 +117,9 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(UInt8((grace == nil ? 0 : 1) | (wait ? 2 : 0)))
             body.writeInteger(grace ?? 0, endianness: .big)
         case .unlock(let passcode):
+            body.writeWireBytes(passcode)
+        case .loginUnlock(let uid, let passcode):
+            body.writeInteger(uid, endianness: .big)
             body.writeWireBytes(passcode)
         case .passwd(let old, let new):
             body.writeInteger(UInt8(old == nil ? 0 : 1))
@@ -201,6 +208,8 @@ public enum Request: Sendable, Equatable {
             self = .lock(graceMilliseconds: flags & 1 == 1 ? grace : nil, waitUntilLocked: flags & 2 == 2)
         case .unlock:
             self = .unlock(passcode: try body.readWireBytes("passcode"))
+        case .loginUnlock:
+            self = .loginUnlock(uid: try body.readWireInteger("uid"), passcode: try body.readWireBytes("passcode"))
         case .passwd:
             let hasOld = try body.readWireBool("has old passcode")
             let old = try body.readWireBytes("old passcode")

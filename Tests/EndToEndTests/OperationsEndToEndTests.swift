@@ -180,9 +180,10 @@ struct OperationsEndToEndTests {
     }
 
     /// A daemon with passcode `login-passcode`, restarted (before its
-    /// first unlock), and a throw-away PAM service with docs/pam.md's line;
-    /// `body` gets both, and the service file is removed after.
-    private func withPAMService(unlockGroup: String = "root",
+    /// first unlock), and a throw-away PAM service with docs/pam.md's lines
+    /// (without the group gate when `unlockGroup` is nil); `body` gets
+    /// both, and the service file is removed after.
+    private func withPAMService(unlockGroup: String? = "root",
                                 _ body: (DaemonProcess, String) async throws -> Void) async throws {
         let daemon = try DaemonProcess()
         let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
@@ -191,9 +192,9 @@ struct OperationsEndToEndTests {
         try daemon.restart()
         let service = "protd-test-\(getpid())"
         let path = "/etc/pam.d/\(service)"
+        let gate = unlockGroup.map { "auth [success=ignore default=1] pam_succeed_if.so quiet user ingroup \($0)\n" } ?? ""
         try """
-            auth [success=ignore default=1] pam_succeed_if.so quiet user ingroup \(unlockGroup)
-            auth optional pam_exec.so expose_authtok quiet \(Self.protctl) --socket \(daemon.socketPath) unlock --stdin
+            \(gate)auth optional pam_exec.so expose_authtok quiet \(Self.protctl) --socket \(daemon.socketPath) unlock --stdin --pam
             auth required pam_permit.so
             account required pam_permit.so
 
@@ -235,23 +236,56 @@ struct OperationsEndToEndTests {
         }
     }
 
+    @Test("with --pam a user's wrong logins count against that user only: nobody is held up, root still unlocks",
+          .enabled(if: isRoot && pamtester != nil, "needs root and pamtester to install a PAM service"))
+    func pamAttemptsPerUser() async throws {
+        try await withPAMService(unlockGroup: nil) { daemon, service in
+            let pamtester = try #require(Self.pamtester)
+            let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+            // The standard policy delays the sixth attempt after five failures.
+            for _ in 0..<5 {
+                let login = try CommandRunner.run(pamtester, [service, "nobody", "authenticate"],
+                                                  input: Array("nobody's own password\n".utf8))
+                #expect(login.status == 0, "the login itself goes on: \(login.stderr)")
+            }
+            let delayed = try CommandRunner.run(pamtester, [service, "nobody", "authenticate"],
+                                                input: Array("login-passcode\n".utf8))
+            #expect(delayed.status == 0)
+            let afterNobody = try await client.status()
+            #expect(afterNobody.state == .beforeFirstUnlock, "nobody's sixth attempt waits for its delay, right passcode or not")
+            #expect(afterNobody.failedAttempts == 0, "nobody's failures counted against the machine")
+            let root = try CommandRunner.run(pamtester, [service, "root", "authenticate"],
+                                             input: Array("login-passcode\n".utf8))
+            #expect(root.status == 0, "pamtester: \(root.stdout)\(root.stderr)")
+            #expect(try await client.status().state == .unlocked, "root is not held up by nobody's failures")
+
+            // Only root may speak for another user's login.
+            let claim = try CommandRunner.run("/usr/bin/setpriv", [
+                "--reuid=4242", "--regid=4242", "--groups=0", Self.protctl, "--socket", daemon.socketPath,
+                "unlock", "--stdin", "--pam",
+            ], input: Array("login-passcode\n".utf8), environment: ["PAM_USER": "root"])
+            #expect(claim.status == 77, "\(claim.stderr)")
+            #expect(claim.stderr.contains("only root may unlock at another user's login"), "\(claim.stderr)")
+        }
+    }
+
     @Test("a PAM stack that runs as the user (a screen locker) unlocks only when the user is in the socket's group",
           .enabled(if: isRoot && pamtester != nil, "needs root and pamtester to install a PAM service"))
     func pamUnlockAsUser() async throws {
-        try await withPAMService { daemon, service in
+        try await withPAMService(unlockGroup: nil) { daemon, service in
             let pamtester = try #require(Self.pamtester)
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-            // pam_exec runs protctl with the caller's real uid: 4242 here. The
-            // login name is one in the unlock group (root), so pam_succeed_if
-            // lets the attempt through and only the socket's group decides.
+            // pam_exec runs protctl with the caller's real uid: nobody's own
+            // here, logging in as nobody, so the socket's group alone decides.
+            let nobody = "\(getpwnam("nobody").pointee.pw_uid)"
             let outside = try CommandRunner.run("/usr/bin/setpriv", [
-                "--reuid=4242", "--regid=4242", "--clear-groups", pamtester, service, "root", "authenticate",
+                "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", pamtester, service, "nobody", "authenticate",
             ], input: Array("login-passcode\n".utf8))
             #expect(outside.status == 0, "the login itself goes on (optional): \(outside.stderr)")
             #expect(try await client.status().state == .beforeFirstUnlock)
             // The test daemon's socket is root:root 0660; group 0 stands for `protd`.
             let member = try CommandRunner.run("/usr/bin/setpriv", [
-                "--reuid=4242", "--regid=4242", "--groups=0", pamtester, service, "root", "authenticate",
+                "--reuid=\(nobody)", "--regid=\(nobody)", "--groups=0", pamtester, service, "nobody", "authenticate",
             ], input: Array("login-passcode\n".utf8))
             #expect(member.status == 0, "pamtester: \(member.stdout)\(member.stderr)")
             #expect(try await client.status().state == .unlocked)

@@ -15,12 +15,6 @@ struct FileBindingTests {
         fixture.directory.path + "/store/\(namespace.uid)/files/\(name)"
     }
 
-    private func writeEveryClass(_ fixture: StoreFixture) throws {
-        for protection in ProtectionClass.allCases {
-            try fixture.store.write(Array("\(protection)".utf8), to: fixture.name("\(protection)"), in: fixture.namespace,
-                                    protection: protection)
-        }
-    }
 
     private func integrityFailure(_ fixture: StoreFixture, _ name: String, in namespace: Namespace) -> Bool {
         do {
@@ -38,7 +32,7 @@ struct FileBindingTests {
         let fixture = try StoreFixture()
         try fixture.setPasscodeAndRestart()
         _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
-        try writeEveryClass(fixture)
+        try fixture.writeEveryClass()
         // The other namespace exists once its owner used it.
         try fixture.store.write([1], to: fixture.name("mine"), in: other, protection: .none)
         let source = path(fixture, fixture.namespace, "\(protection)")
@@ -93,7 +87,7 @@ struct FileBindingTests {
     @Test("without a passcode, files of an older protd are bound at start; a version 1 copy is refused after")
     func upgradeAtStart() throws {
         let fixture = try StoreFixture()
-        try writeEveryClass(fixture)
+        try fixture.writeEveryClass()
         try makeVersionOne(fixture)
         #expect(try headerVersions(fixture) == [1, 1, 1, 1])
         let unbound = try Data(contentsOf: URL(fileURLWithPath: path(fixture, fixture.namespace, "none")))
@@ -114,7 +108,7 @@ struct FileBindingTests {
     func upgradeAtUnlock() throws {
         let fixture = try StoreFixture()
         try fixture.store.setPasscode(StoreFixture.secret("correct horse"), old: nil)
-        try writeEveryClass(fixture)
+        try fixture.writeEveryClass()
         try makeVersionOne(fixture, passcode: "correct horse")
         try fixture.restart()
         // Order: complete, completeUnlessOpen, completeUntilFirstUserAuthentication, none.

@@ -144,4 +144,34 @@ struct FirstPasscodeKeysTests {
         #expect(try !opens("slow", with: try offlineKeys(savedKeyBag: saved, fixture), fixture))
         #expect(try fixture.store.read(fixture.name("slow"), in: fixture.namespace) == Array("slow write".utf8))
     }
+
+    @Test("the first passcode killed before any of its disk I/O calls loses no file, and the next unlock finishes it")
+    func crashAtEveryStep() throws {
+        let probe = CommandRunner.builtProduct("protd-crash-probe")
+        var crashes = 0
+        for crashPoint in 1...300 {
+            let fixture = try StoreFixture()
+            try fixture.writeEveryClass()
+            let saved = try Array(Data(contentsOf: URL(fileURLWithPath: keyBagPath(fixture))))
+            fixture.store.shutdown()
+            let result = try CommandRunner.run(probe, [fixture.directory.path, "\(crashPoint)", "passwd", passcode])
+            #expect(result.status == 0 || result.status == 86, "probe: \(result.stderr)")
+            try fixture.restart()
+            if fixture.store.lockState == .beforeFirstUnlock {
+                _ = try fixture.store.unlock(passcode: StoreFixture.secret(passcode))
+                #expect(try Data(contentsOf: URL(fileURLWithPath: keyBagPath(fixture))).count == KeyBagRecord.baseByteCount,
+                        "crash point \(crashPoint): the unlock finished the rotation")
+                for protection in guarded {
+                    #expect(try !opens("\(protection)", with: try offlineKeys(savedKeyBag: saved, fixture), fixture),
+                            "crash point \(crashPoint): \(protection) still opens with the old key bag")
+                }
+            } else {
+                #expect(!fixture.store.status.passcodeSet, "crash point \(crashPoint): unlocked only without a passcode")
+            }
+            #expect(try fixture.readsEveryClass(), "crash point \(crashPoint): a file was lost")
+            if result.status == 0 { break }
+            crashes += 1
+        }
+        #expect(crashes >= 10, "the first passcode was interrupted at each of its I/O calls (\(crashes))")
+    }
 }

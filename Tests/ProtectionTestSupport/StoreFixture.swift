@@ -73,6 +73,20 @@ public final class StoreFixture: @unchecked Sendable {
         try restart()
     }
 
+    /// Writes a file named after each class, in that class, holding its name.
+    public func writeEveryClass() throws {
+        for protection in ProtectionClass.allCases {
+            try store.write(Array("\(protection)".utf8), to: name("\(protection)"), in: namespace, protection: protection)
+        }
+    }
+
+    /// Whether every file `writeEveryClass()` wrote reads back as written.
+    public func readsEveryClass() throws -> Bool {
+        try ProtectionClass.allCases.allSatisfy { protection in
+            try store.read(name("\(protection)"), in: namespace) == Array("\(protection)".utf8)
+        }
+    }
+
     /// Parses a name, failing the test on an invalid one.
     public func name(_ text: String) -> FileName { try! FileName(text) }
 

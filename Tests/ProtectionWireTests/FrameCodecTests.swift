@@ -133,12 +133,13 @@ struct FrameCodecTests {
         #expect(throws: ProtocolViolation.self) { try decoder.decode(buffer: &buffer) }
     }
 
-    @Test("with a copy threshold, a data chunk's body is copied out of the receive buffer; a small body stays a slice of it")
+    @Test("with a copy threshold, a body that long is copied out of the receive buffer; a shorter one stays a slice of it")
     func largeBodiesAreCopiedOut() throws {
-        var decoder = FrameDecoder(maximumFrameLength: 1 << 20, copyThreshold: FrameDecoder.chunkCopyThreshold)
+        let threshold = 64 * 1024
+        var decoder = FrameDecoder(maximumFrameLength: 1 << 20, copyThreshold: threshold)
         let small = Frame(type: 0x81, requestID: 1, body: ByteBuffer(bytes: [1, 2, 3]))
         let large = Frame(type: 0x86, requestID: 2,
-                          body: ByteBuffer(bytes: (0..<FrameDecoder.chunkCopyThreshold).map { UInt8(truncatingIfNeeded: $0) }))
+                          body: ByteBuffer(bytes: (0..<threshold).map { UInt8(truncatingIfNeeded: $0) }))
         var received = ByteBuffer()
         small.encode(into: &received)
         large.encode(into: &received)
@@ -180,6 +181,7 @@ struct MessageCodecTests {
         .lock(graceMilliseconds: nil, waitUntilLocked: false),
         .lock(graceMilliseconds: 0, waitUntilLocked: true),
         .unlock(passcode: Array("pässcode".utf8)),
+        .loginUnlock(uid: 1001, passcode: Array("pässcode".utf8)),
         .passwd(old: nil, new: [1, 2]), .passwd(old: [3], new: [4]),
         .writeBegin(name: "a/b", protection: .completeUnlessOpen, durable: true),
         .writeChunk(ByteBuffer(bytes: [9, 8, 7])),

@@ -119,7 +119,7 @@ final class EncryptedFile {
                     try file.openSegments(stored, segments, copying: wanted, into: destination)
                 }
             } catch {
-                if let base = destination.baseAddress { _ = memset(base, 0, wanted.count) }
+                Zeroing.wipe(UnsafeMutableRawBufferPointer(rebasing: destination[..<wanted.count]))
                 throw error
             }
         }
@@ -165,7 +165,7 @@ final class EncryptedFile {
                                      rebasing: destination[(range.lowerBound - offset)..<(range.upperBound - offset)]))
             }
         } catch {
-            _ = memset(destination.baseAddress!, 0, end - offset)
+            Zeroing.wipe(UnsafeMutableRawBufferPointer(rebasing: destination[..<(end - offset)]))
             throw error
         }
         return end - offset
@@ -233,7 +233,7 @@ final class EncryptedFile {
         }
         let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: max(length, 1), alignment: 16)
         defer {
-            _ = memset(plain.baseAddress!, 0, plain.count)
+            Zeroing.wipe(plain)
             plain.deallocate()
         }
         try key.openSegment(sealed, index: index, final: final, fileID: header.fileID,
@@ -467,9 +467,7 @@ final class EncryptedFile {
     }
 }
 
-/// Zeroes a buffer that held plaintext.
+/// Zeroes an array that held plaintext or key bytes (`Zeroing`).
 func zeroFill(_ bytes: inout [UInt8]) {
-    bytes.withUnsafeMutableBytes { buffer in
-        if let base = buffer.baseAddress { memset(base, 0, buffer.count) }
-    }
+    Zeroing.wipe(&bytes)
 }

@@ -8,6 +8,7 @@ internal import Sodium
 /// with no I/O in it, and then written with one `pwrite`
 /// (`SealedBatchWriter`). Only the tail that might be final is copied and held back.
 /// Every byte is encrypted once, whatever the sizes of the pieces appended.
+/// Calls are serialised, so `discard()` may come from another thread.
 final class SegmentStreamWriter {
     private let fd: Int32
     private let path: String
@@ -24,6 +25,9 @@ final class SegmentStreamWriter {
     private var unwrittenHeader: [UInt8]?
     /// Plaintext bytes appended so far.
     private(set) var size = 0
+    /// Serialises every call with `discard()`, which a lock makes from
+    /// another thread.
+    private let access = LockedState(())
 
     /// Starts a new file in `protection` in `fd`, bound to `binding`; its
     /// header is written with the first segment.
@@ -37,8 +41,16 @@ final class SegmentStreamWriter {
         output = SealedBatchWriter(fd: fd, path: path)
     }
 
-    /// Adds bytes at the end.
+    /// Adds bytes at the end; fails once `discard()` ran.
     func append(_ bytes: UnsafeRawBufferPointer) throws {
+        try access.withLock { _ in
+            // Held back after a discard, the bytes would outlive the lock that discarded the write.
+            guard !key.isWiped else { throw ProtectionError.invalidated("this write") }
+            try appendUnlocked(bytes)
+        }
+    }
+
+    private func appendUnlocked(_ bytes: UnsafeRawBufferPointer) throws {
         guard size <= EncryptedFile.maximumSize - bytes.count else {
             throw ProtectionError(.invalidArgument, "file would exceed \(EncryptedFile.maximumSize) bytes")
         }
@@ -69,19 +81,22 @@ final class SegmentStreamWriter {
         size += bytes.count
     }
 
-    /// Writes the final segment and wipes the key.
+    /// Writes the final segment, then wipes the key and the plaintext held back.
     func finish() throws {
-        defer { discard() }
-        try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
+        try access.withLock { _ in
+            defer { discardUnlocked() }
+            try pending.withUnsafeBytes { try seal([$0], lastIsFinal: true) }
+        }
     }
 
-    /// Wipes only the key; safe from another thread (a lock invalidating
-    /// a class A write). Later appends and `finish()` then fail.
-    func wipeKey() { key.wipe() }
-
-    /// Wipes the key and the buffered plaintext without finishing (the
-    /// file may be closed after).
+    /// Wipes the key and the plaintext held back without finishing; later
+    /// appends and `finish()` fail. From any thread (a lock invalidating a
+    /// class A write): it waits for an append in progress.
     func discard() {
+        access.withLock { _ in discardUnlocked() }
+    }
+
+    private func discardUnlocked() {
         key.wipe()
         clearPending()
     }

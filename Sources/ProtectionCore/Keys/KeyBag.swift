@@ -24,6 +24,9 @@ public final class KeyBag {
     private var deviceSecret: SecretBytes
     private var deviceKeys: DeviceKeys
     private var record: KeyBagRecord
+    /// Failed attempts at login, per login user (`AttemptCounter.login`).
+    private var loginAttempts = LoginAttempts()
+    private var loginAttemptsPath: String { Posix.parentDirectory(of: path) + "/login-attempts" }
     /// The bytes protd last wrote: a key bag that differs on disk was
     /// rewritten behind protd's back (its attempt record reset, say).
     private var written: [UInt8] = []
@@ -91,6 +94,11 @@ public final class KeyBag {
             (record, keys) = try Self.fresh(cost: cost, deviceKeys: deviceKeys)
             try persist()
         }
+        if let bytes = try? Posix.readFile(loginAttemptsPath),
+           let macKey = try? LoginAttempts.macKey(deviceSecret: deviceSecret) {
+            // One that does not authenticate is dropped: counts start afresh.
+            loginAttempts = (try? LoginAttempts.decode(bytes, macKey: macKey)) ?? LoginAttempts()
+        }
     }
 
     /// Whether a passcode is set.
@@ -119,9 +127,11 @@ public final class KeyBag {
     /// be checked (Argon2id out of memory, or a full disk that cannot
     /// record the attempt), which is then not counted; `keyBagCorrupt`
     /// when the key bag was altered by someone holding the device secret.
-    public func unlock(passcode: SecretBytes) throws {
+    /// `counter` says whose failed-attempt count the attempt goes to: the
+    /// machine's, or (an unlock at login) the login user's own.
+    public func unlock(passcode: SecretBytes, countedAgainst counter: AttemptCounter = .machine) throws {
         guard record.hasPasscode else { return }
-        let unwrapped = try verify(passcode)
+        let unwrapped = try verify(passcode, countedAgainst: counter)
         // Keys already in memory stay (operations may be using them); only
         // missing ones are installed, and spare copies are wiped.
         install(unwrapped.current.a, at: \.a)
@@ -370,6 +380,8 @@ public final class KeyBag {
         try wrapClassD(into: &updated, key: newKeys.classD)
         try persist(updated, macKey: newKeys.recordMAC)
         record = updated
+        // Else dropped at the next start, as one that does not authenticate.
+        try? persistLoginAttempts(loginAttempts, deviceSecret: newSecret)
         deviceSecret = newSecret
         deviceKeys = newKeys
     }
@@ -385,6 +397,7 @@ public final class KeyBag {
     public func erase() throws {
         let (freshRecord, freshKeys) = try Self.fresh(cost: cost, deviceKeys: deviceKeys)
         try persist(freshRecord)
+        try? persistLoginAttempts(LoginAttempts())
         keys.wipeAll()
         record = freshRecord
         keys = freshKeys
@@ -407,10 +420,10 @@ public final class KeyBag {
     /// Checks `passcode` as an attempt (`attempt(checking:)`): unwraps A,
     /// B-private and C (and the previous keys) under the passcode key.
     /// Writes a version 1 key bag as version 2 on success.
-    private func verify(_ passcode: SecretBytes) throws -> Unwrapped {
+    private func verify(_ passcode: SecretBytes, countedAgainst counter: AttemptCounter = .machine) throws -> Unwrapped {
         var passcodeKey: SecretBytes?
         defer { passcodeKey?.wipe() }
-        return try attempt(checking: "passcode", { record in
+        return try attempt(checking: "passcode", countedAgainst: counter, { record in
             do {
                 passcodeKey = try derivePasscodeKey(passcode, salt: record.salt, cost: record.cost)
             } catch {
@@ -431,37 +444,34 @@ public final class KeyBag {
     }
 
     /// One counted attempt at `what` (the passcode, a recovery key):
-    /// rate-limits, checks the key bag is the one protd wrote, records the
-    /// attempt on disk, then runs `unwrap` on the record. An unwrap that
-    /// fails authentication is a failed attempt (`failAttempt`); one that
-    /// throws `NotChecked` takes the attempt back. On success it checks
-    /// the class B public key, lets `onSuccess` amend the record and
-    /// writes the count back to 0.
+    /// rate-limits by `counter`'s record, checks the key bag is the one
+    /// protd wrote, records the attempt on disk, then runs `unwrap` on the
+    /// record. An unwrap that fails authentication is a failed attempt
+    /// (`failAttempt`); one that throws `NotChecked` takes the attempt
+    /// back. On success it checks the class B public key, lets
+    /// `onSuccess` amend the record and writes the count back to 0.
     private func attempt(
-        checking what: String, _ unwrap: (KeyBagRecord) throws -> Unwrapped,
+        checking what: String, countedAgainst counter: AttemptCounter = .machine,
+        _ unwrap: (KeyBagRecord) throws -> Unwrapped,
         onSuccess: (inout KeyBagRecord, Unwrapped) throws -> Void = { _, _ in }
     ) throws -> Unwrapped {
         let now = clock.secondsSinceEpoch()
-        let wait = policy.secondsUntilNextAttempt(failures: failedAttempts, lastAttemptAt: record.lastAttemptAt, now: now)
+        let before = attemptRecord(of: counter)
+        let wait = policy.secondsUntilNextAttempt(failures: Int(before.failures), lastAttemptAt: before.lastAttemptAt,
+                                                  now: now)
         guard wait == 0 else {
-            throw ProtectionError(.rateLimited,
-                                  "\(failedAttempts) consecutive failed attempts",
+            throw ProtectionError(.rateLimited, "\(before.failures) consecutive failed attempts\(counter.whose)",
                                   retryAfterSeconds: wait)
         }
         try checkUnchangedOnDisk()
-        let before = record
-        var attempt = record
-        attempt.failedAttempts += 1
-        attempt.lastAttemptAt = now
         do {
-            try persist(attempt)
+            try store(AttemptRecord(failures: before.failures + 1, lastAttemptAt: now), for: counter)
         } catch let error as ProtectionError {
             // A full disk: unrecorded attempts must not be checked (they
             // would not count against the limit).
             throw ProtectionError(error.code, "the attempt could not be recorded, so the \(what) was not checked "
                                   + "and the attempt was not counted: \(error.message)")
         }
-        record = attempt
 
         let unwrapped: Unwrapped
         do {
@@ -469,13 +479,13 @@ public final class KeyBag {
         } catch let error as NotChecked {
             // The check could not run, so the attempt is taken back. If
             // that write fails too, it stays counted, as after a crash.
-            if (try? persist(before)) != nil { record = before }
+            try? store(before, for: counter)
             throw ProtectionError(.ioFailure, "the \(what) could not be checked, so the attempt was not counted: \(error.reason)")
         } catch let error as SodiumError where error.code == .authenticationFailed {
-            try failAttempt(what)
+            try failAttempt(what, countedAgainst: counter)
         }
         var success = record
-        success.failedAttempts = 0
+        if counter == .machine { success.failedAttempts = 0 }
         do {
             guard try X25519KeyPair(privateKey: unwrapped.current.bPrivate).publicKey == record.classBPublicKey else {
                 throw ProtectionError(.keyBagCorrupt, "the key bag's class B public key is not the one of its private key: "
@@ -490,7 +500,47 @@ public final class KeyBag {
             throw error
         }
         record = success
+        if counter != .machine { try? store(AttemptRecord(failures: 0, lastAttemptAt: now), for: counter) }
         return unwrapped
+    }
+
+    /// The failed-attempt record `counter` names.
+    private func attemptRecord(of counter: AttemptCounter) -> AttemptRecord {
+        switch counter {
+        case .machine: AttemptRecord(failures: record.failedAttempts, lastAttemptAt: record.lastAttemptAt)
+        case .login(let uid): loginAttempts.records[uid] ?? AttemptRecord(failures: 0, lastAttemptAt: 0)
+        }
+    }
+
+    /// Writes `value` as `counter`'s record, durably.
+    private func store(_ value: AttemptRecord, for counter: AttemptCounter) throws {
+        switch counter {
+        case .machine:
+            var updated = record
+            updated.failedAttempts = value.failures
+            updated.lastAttemptAt = value.lastAttemptAt
+            try persist(updated)
+            record = updated
+        case .login(let uid):
+            var updated = loginAttempts
+            updated.records[uid] = value.failures == 0 ? nil : value
+            guard updated.records.count <= LoginAttempts.maximumEntries else {
+                throw ProtectionError(.rateLimited, "too many login users have failed attempts pending")
+            }
+            try persistLoginAttempts(updated)
+        }
+    }
+
+    private func persistLoginAttempts(_ updated: LoginAttempts, deviceSecret secret: SecretBytes? = nil) throws {
+        if updated.records.isEmpty {
+            if Posix.exists(loginAttemptsPath) { try Posix.unlink(loginAttemptsPath) }
+        } else {
+            let macKey = try LoginAttempts.macKey(deviceSecret: secret ?? deviceSecret)
+            defer { macKey.wipe() }
+            try AtomicFileWriter(scratchDirectory: Posix.parentDirectory(of: path))
+                .write(try updated.encode(macKey: macKey), to: loginAttemptsPath, durable: true)
+        }
+        loginAttempts = updated
     }
 
     /// Throws `keyBagCorrupt` when the key bag on disk is not the one
@@ -508,15 +558,16 @@ public final class KeyBag {
 
     /// After a wrong passcode or recovery key: erase when the policy says so, else report
     /// the count and the wait.
-    private func failAttempt(_ what: String) throws -> Never {
-        if let limit = policy.eraseAfter, failedAttempts >= limit {
+    private func failAttempt(_ what: String, countedAgainst counter: AttemptCounter) throws -> Never {
+        let failures = Int(attemptRecord(of: counter).failures)
+        if counter == .machine, let limit = policy.eraseAfter, failures >= limit {
             try erase()
             throw ProtectionError(.erasedAfterFailedAttempts,
                                   "wrong \(what); \(limit) consecutive failures: every key was erased as configured")
         }
-        let wait = policy.delay(afterFailures: failedAttempts)
+        let wait = policy.delay(afterFailures: failures)
         // The wait travels as retryAfterSeconds; clients say it in their own words.
-        throw ProtectionError(.wrongPasscode, "wrong \(what): \(failedAttempts) consecutive failed attempts",
+        throw ProtectionError(.wrongPasscode, "wrong \(what): \(failures) consecutive failed attempts\(counter.whose)",
                               retryAfterSeconds: wait > 0 ? wait : nil)
     }
 

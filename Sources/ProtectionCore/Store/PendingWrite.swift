@@ -72,8 +72,9 @@ public final class PendingWrite: @unchecked Sendable {
     }
 
     /// Called when a lock completes during a class A write: wipes the new
-    /// file's key, so the write fails with `protectedDataUnavailable`.
-    func invalidate() { writer.wipeKey() }
+    /// file's key and the plaintext held back, so the write fails with
+    /// `protectedDataUnavailable`.
+    func invalidate() { writer.discard() }
 
     /// Drops the temporary file; the old content stays. Idempotent.
     public func abort() {

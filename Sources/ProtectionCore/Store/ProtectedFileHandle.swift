@@ -62,16 +62,27 @@ public final class ProtectedFileHandle: Sendable {
 
     /// Writes `bytes` at `offset`, growing the file (zeros fill a gap).
     public func write(_ bytes: [UInt8], at offset: Int) throws {
+        try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    /// Writes `bytes` at `offset`, growing the file (zeros fill a gap).
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws {
         try withFile(growingTo: { max($0.size, offset.addingReportingOverflow(bytes.count).partialValue) }) { file in
-            try bytes.withUnsafeBytes { try file.write($0, at: offset) }
+            try file.write(bytes, at: offset)
         }
     }
 
     /// Writes `bytes` at the end; returns the new size.
     @discardableResult
     public func append(_ bytes: [UInt8]) throws -> Int {
+        try bytes.withUnsafeBytes { try append($0) }
+    }
+
+    /// Writes `bytes` at the end; returns the new size.
+    @discardableResult
+    public func append(_ bytes: UnsafeRawBufferPointer) throws -> Int {
         try withFile(growingTo: { $0.size + bytes.count }) { file in
-            try bytes.withUnsafeBytes { try file.write($0, at: file.size) }
+            try file.write(bytes, at: file.size)
             return file.size
         }
     }

@@ -135,9 +135,11 @@ public final class ProtectedStore: Sendable {
     /// and its event waits in `takeUndeliveredEvents()`.
     /// An unlock that finds a key rotation pending (a crash interrupted the
     /// one the first passcode started) finishes it before returning.
-    public func unlock(passcode: SecretBytes) throws -> [ProtectionEvent] {
+    /// `counter`: whose failed-attempt count it goes to (`.login` for an
+    /// unlock at login, docs/pam.md).
+    public func unlock(passcode: SecretBytes, countedAgainst counter: AttemptCounter = .machine) throws -> [ProtectionEvent] {
         let events = try completingErase { state in
-            try checkingKeyBag(in: &state) { try $0.unlock(passcode: passcode) }
+            try checkingKeyBag(in: &state) { try $0.unlock(passcode: passcode, countedAgainst: counter) }
             completeDeviceSecretMigration(in: &state, passcode: passcode)
             return perform(state.machine.unlockSucceeded(), on: &state).events
         }
@@ -392,14 +394,17 @@ public final class ProtectedStore: Sendable {
                                    durable: durable)
         pending.quotaCharge = quotaCharge
         pending.keyUse = keyUse
-        try state.withLock { state in
+        let registered = state.withLock { state in
             // A class A write may not start after its key is gone.
-            if protection == .complete && state.keyBag.keys.a == nil {
-                pending.abort()
-                throw ProtectionError.unavailable(.complete)
-            }
+            if protection == .complete && state.keyBag.keys.a == nil { return false }
             state.pendingWrites = state.pendingWrites.filter { $0.value.write != nil }
             state.pendingWrites[ObjectIdentifier(pending)] = WeakPendingWrite(write: pending)
+            return true
+        }
+        guard registered else {
+            // Outside the state lock: letting go of its keys takes that lock.
+            pending.abort()
+            throw ProtectionError.unavailable(.complete)
         }
         return pending
     }

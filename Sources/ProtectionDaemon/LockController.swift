@@ -63,7 +63,9 @@ public actor LockController {
                 by peer: PeerCredentials) throws {
         var login: Logger.Metadata = [:]
         if case .login(let uid) = counter { login["protd.login.uid"] = "\(uid)" }
-        publish(try audited(.unlock, by: peer, metadata: login) { try store.unlock(passcode: passcode, countedAgainst: counter) })
+        publish(try audited(.unlock, by: peer, metadata: login) {
+            try store.unlock(passcode: passcode, countedAgainst: counter)
+        })
     }
 
     /// Sets or changes the passcode (already authorised).

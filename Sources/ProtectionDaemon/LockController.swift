@@ -29,11 +29,12 @@ public actor LockController {
     public nonisolated var gracePeriod: Duration { defaultGrace }
 
     /// Starts a lock (already authorised by the caller).
-    func lock(grace: Duration?, by peer: PeerCredentials) throws {
+    func lock(grace: Duration?, reason: LockReason = .requested, by peer: PeerCredentials) throws {
         let grace = grace ?? defaultGrace
-        let progress = try store.requestLock(grace: grace, now: .now, subscribers: hub.subscriberIDs)
+        let progress = try store.requestLock(grace: grace, now: .now, subscribers: hub.subscriberIDs, reason: reason)
         logger.notice("lock requested", metadata: ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)",
-                                                    "protd.lock.grace_ms": "\(grace.milliseconds)"])
+                                                    "protd.lock.grace_ms": "\(grace.milliseconds)",
+                                                    "protd.lock.reason": "\(reason)"])
         apply(progress)
     }
 

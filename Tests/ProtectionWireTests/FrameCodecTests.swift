@@ -178,8 +178,8 @@ struct MessageCodecTests {
     static let requests: [Request] = [
         .hello(minimumVersion: 1, maximumVersion: 3, client: "tests"),
         .status, .erase, .writeEnd, .writeAbort, .subscribe,
-        .lock(graceMilliseconds: nil, waitUntilLocked: false),
-        .lock(graceMilliseconds: 0, waitUntilLocked: true),
+        .lock(graceMilliseconds: nil, waitUntilLocked: false, reason: .requested),
+        .lock(graceMilliseconds: 0, waitUntilLocked: true, reason: .suspend),
         .unlock(passcode: Array("pässcode".utf8)),
         .loginUnlock(uid: 1001, passcode: Array("pässcode".utf8)),
         .passwd(old: nil, new: [1, 2]), .passwd(old: [3], new: [4]),
@@ -200,7 +200,8 @@ struct MessageCodecTests {
         .helloAccepted(version: 1, maximumFrameLength: 1 << 20, uid: 1000, gid: 1000),
         .status(StatusReport(state: .locking, passcodeSet: true, failedAttempts: 2, retryAfterSeconds: 0,
                              gracePeriodMilliseconds: 10_000, eventSequence: 9, lockDeadlineUnixMilliseconds: 123,
-                             keyMemoryLocked: true)),
+                             keyMemoryLocked: true, firstUnlockTimeoutMilliseconds: 259_200_000,
+                             firstUnlockRemainingMilliseconds: 42)),
         .subscribed(StatusReport(state: .locked, passcodeSet: true, failedAttempts: 0, retryAfterSeconds: 60,
                                  gracePeriodMilliseconds: 0, eventSequence: 1, lockDeadlineUnixMilliseconds: 0,
                                  keyMemoryLocked: false, fault: "the key bag failed authentication")),
@@ -212,7 +213,9 @@ struct MessageCodecTests {
                     WireAttributes(name: "b", protection: .none, size: 2, modificationTime: 3)]),
         .error(WireError(.rateLimited, "wait", retryAfterSeconds: 60)),
         .error(WireError(.notFound, "no such file")),
-        .event(WireEvent(kind: .willBecomeUnavailable, sequence: 3, state: .locking, deadlineUnixMilliseconds: 99)),
+        .event(WireEvent(kind: .willBecomeUnavailable, sequence: 3, state: .locking, deadlineUnixMilliseconds: 99,
+                         reason: .requested)),
+        .event(WireEvent(kind: .didBecomeUnavailable, sequence: 4, state: .beforeFirstUnlock, reason: .inactivity)),
         .event(WireEvent(kind: .didBecomeAvailable, sequence: 4, state: .unlocked, firstUnlock: true)),
     ]
 

@@ -287,6 +287,39 @@ struct MessageCodecTests {
         }
     }
 
+    @Test("a lock's reason byte must name a reason: 0 and unknown bytes are protocol errors; 1 to 4 decode")
+    func lockReasonBytes() throws {
+        for (byte, reason) in [(UInt8(1), LockReason.requested), (2, .inactivity), (3, .suspend), (4, .shutdown)] {
+            let frame = Frame(type: 0x03, requestID: 1, body: ByteBuffer(bytes: [2, 0, 0, 0, 0, byte]))
+            #expect(try Request(frame: frame) == .lock(graceMilliseconds: nil, waitUntilLocked: true, reason: reason))
+        }
+        for byte: UInt8 in [0, 5, 0xFF] {
+            #expect(throws: ProtocolViolation.self) {
+                try Request(frame: Frame(type: 0x03, requestID: 1, body: ByteBuffer(bytes: [0, 0, 0, 0, 0, byte])))
+            }
+        }
+        // A version 2 lock, without the reason byte, is a message cut short.
+        #expect(throws: ProtocolViolation.self) {
+            try Request(frame: Frame(type: 0x03, requestID: 1, body: ByteBuffer(bytes: [0, 0, 0, 0, 0])))
+        }
+    }
+
+    @Test("an event carries a reason exactly when it makes data unavailable; an unknown reason byte is a protocol error")
+    func eventReasonBytes() throws {
+        /// An event body: kind, sequence 1, state unlocked, no deadline, not first, then `reason`.
+        func event(kind: UInt8, reason: UInt8) -> Frame {
+            Frame(type: 0xC0, requestID: 0, body: ByteBuffer(bytes: [kind] + [0, 0, 0, 0, 0, 0, 0, 1] + [2]
+                                                             + [UInt8](repeating: 0, count: 8) + [0, reason]))
+        }
+        #expect(try Response(frame: event(kind: 2, reason: 3))
+                == .event(WireEvent(kind: .didBecomeUnavailable, sequence: 1, state: .unlocked, reason: .suspend)))
+        #expect(try Response(frame: event(kind: 3, reason: 0))
+                == .event(WireEvent(kind: .didBecomeAvailable, sequence: 1, state: .unlocked)))
+        for (kind, reason): (UInt8, UInt8) in [(1, 0), (2, 0), (3, 1), (2, 5)] {
+            #expect(throws: ProtocolViolation.self, "kind \(kind), reason \(reason)") { try Response(frame: event(kind: kind, reason: reason)) }
+        }
+    }
+
     @Test("an unknown error code decodes as internalError instead of failing")
     func unknownErrorCode() throws {
         var body = ByteBuffer()

@@ -9,12 +9,16 @@ enum EndToEnd {
 
     /// A daemon with a passcode set, restarted so it is before first unlock,
     /// and a connected client; `firstUnlockTimeout` and `extraConfig` as
-    /// `DaemonProcess` takes them.
-    static func daemonWithPasscode(grace: Double = 10, firstUnlockTimeout: String? = nil, extraConfig: String = "")
-        async throws -> (DaemonProcess, DataProtectionClient) {
+    /// `DaemonProcess` takes them. `beforePasscode` runs first, while every
+    /// class is available without an unlock.
+    static func daemonWithPasscode(
+        grace: Double = 10, firstUnlockTimeout: String? = nil, extraConfig: String = "",
+        beforePasscode: (DataProtectionClient) async throws -> Void = { _ in }
+    ) async throws -> (DaemonProcess, DataProtectionClient) {
         let daemon = try DaemonProcess(gracePeriodSeconds: grace, firstUnlockTimeout: firstUnlockTimeout,
                                        extraConfig: extraConfig)
         let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await beforePasscode(setup)
         try await setup.setPasscode(passcode)
         await setup.close()
         try daemon.restart()

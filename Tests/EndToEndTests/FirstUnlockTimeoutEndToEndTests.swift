@@ -8,32 +8,42 @@ import Testing
 struct FirstUnlockTimeoutEndToEndTests {
     private static func content(_ protection: FileProtection) -> [UInt8] { Array("content of \(protection)".utf8) }
 
+    /// A daemon with a 30 s grace and `timeout`, holding one file per
+    /// class, before first unlock. The files are written before the
+    /// passcode is set, so no write (and its fsync) races the timeout.
+    private static func daemonWithFiles(timeout: String) async throws -> (DaemonProcess, DataProtectionClient) {
+        try await EndToEnd.daemonWithPasscode(grace: 30, firstUnlockTimeout: timeout) { setup in
+            for protection in FileProtection.allCases {
+                try await setup.file("f-\(protection)").write(content(protection), protection: protection)
+            }
+        }
+    }
+
     @Test("after the timeout classes A, C and existing B are unavailable, D reads and B can be created; the events say inactivity; an unlock brings all back")
     func timeoutFromUnlocked() async throws {
-        // A 30 s grace that the watcher's acknowledgement ends early.
-        let (daemon, client) = try await EndToEnd.daemonWithPasscode(grace: 30, firstUnlockTimeout: "4")
+        // The watcher's acknowledgement ends the 30 s grace early.
+        let (daemon, client) = try await Self.daemonWithFiles(timeout: "5")
         defer { _ = daemon }
         let before = try await client.status()
-        #expect(before.firstUnlockTimeout == .seconds(4))
+        #expect(before.firstUnlockTimeout == .seconds(5))
         #expect(before.firstUnlockTimeoutRemaining == nil, "nothing to time out before the first unlock")
+        let watcher = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        _ = try await watcher.subscribe()
+        let events = EndToEnd.collect(watcher, count: 4, acknowledge: true)
         try await client.unlock(passcode: EndToEnd.passcode)
         var handles: [FileProtection: ProtectedFile.Handle] = [:]
         for protection in FileProtection.allCases {
-            try await client.file("f-\(protection)").write(Self.content(protection), protection: protection)
             handles[protection] = try await client.file("f-\(protection)").open()
         }
-        let watcher = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
-        _ = try await watcher.subscribe()
-        let events = EndToEnd.collect(watcher, count: 3, acknowledge: true)
         // The timeout counts from the last unlock: this one.
         let unlocked = ContinuousClock.now
         try await client.unlock(passcode: EndToEnd.passcode)
         let remaining = try #require(try await client.status().firstUnlockTimeoutRemaining)
-        #expect(remaining > .zero && remaining <= .seconds(4))
+        #expect(remaining > .zero && remaining <= .seconds(5))
 
         #expect(try await EndToEnd.eventually(timeout: .seconds(20)) { try await client.status().state == .beforeFirstUnlock },
                 "the grace is 30 s: beforeFirstUnlock within 20 s means the acknowledgement ended it")
-        #expect(ContinuousClock.now - unlocked >= .seconds(4), "the timeout passed early")
+        #expect(ContinuousClock.now - unlocked >= .seconds(5), "the timeout passed early")
         #expect(try await client.status().firstUnlockTimeoutRemaining == nil)
 
         for protection: FileProtection in [.complete, .completeUnlessOpen, .completeUntilFirstUserAuthentication] {
@@ -61,21 +71,23 @@ struct FirstUnlockTimeoutEndToEndTests {
         #expect(try await client.file("new-b").read() == Array("made after".utf8))
         #expect(try await client.status().firstUnlockTimeoutRemaining != nil)
 
+        // The first unlock's event, then the timeout's two, then the last unlock's.
         let seen = try await events.value
-        try #require(seen.count == 3, "\(seen)")
-        if case .willBecomeUnavailable = seen[0].kind {} else { Issue.record("first event was \(seen[0])") }
-        #expect(seen[1].kind == .didBecomeUnavailable)
-        #expect(seen[2].kind == .didBecomeAvailable(firstUnlock: true))
-        #expect(seen.map(\.state) == [.locking, .beforeFirstUnlock, .unlocked])
-        #expect(seen.map(\.reason) == [.inactivity, .inactivity, nil])
-        #expect(seen.map(\.sequence) == [seen[0].sequence, seen[0].sequence + 1, seen[0].sequence + 2])
+        try #require(seen.count == 4, "\(seen)")
+        #expect(seen[0].kind == .didBecomeAvailable(firstUnlock: true))
+        if case .willBecomeUnavailable = seen[1].kind {} else { Issue.record("second event was \(seen[1])") }
+        #expect(seen[2].kind == .didBecomeUnavailable)
+        #expect(seen[3].kind == .didBecomeAvailable(firstUnlock: true))
+        #expect(seen.map(\.state) == [.unlocked, .locking, .beforeFirstUnlock, .unlocked])
+        #expect(seen.map(\.reason) == [nil, .inactivity, .inactivity, nil])
+        #expect(seen.map(\.sequence) == (0..<4).map { seen[0].sequence + UInt64($0) })
         for handle in handles.values { await handle.close() }
         await watcher.close()
     }
 
     @Test("already locked when it passes, protd still goes to beforeFirstUnlock and wipes class C; watch --json prints the reasons")
     func timeoutFromLocked() async throws {
-        let (daemon, client) = try await EndToEnd.daemonWithPasscode(grace: 30, firstUnlockTimeout: "3")
+        let (daemon, client) = try await Self.daemonWithFiles(timeout: "3")
         defer { _ = daemon }
         let (watcher, stdout, _) = ProtctlCommand.process(daemon, ["--json", "watch", "--count", "5", "--ack"])
         try watcher.run()
@@ -83,12 +95,12 @@ struct FirstUnlockTimeoutEndToEndTests {
         // The first line says the watcher is subscribed.
         let buffered = ProtctlCommand.readFirstLine(reader)
         #expect(ProtctlCommand.jsonLines(buffered).first?["subscribed"] as? Bool == true)
+        let classC = client.file("f-completeUntilFirstUserAuthentication")
         try await client.unlock(passcode: EndToEnd.passcode)
-        try await client.file("c").write(Array("c".utf8), protection: .completeUntilFirstUserAuthentication)
         try await client.lock(grace: .zero)
-        #expect(try await client.file("c").read() == Array("c".utf8), "class C stays through a lock")
+        #expect(try await classC.read() == Self.content(.completeUntilFirstUserAuthentication), "class C stays through a lock")
         #expect(try await EndToEnd.eventually(timeout: .seconds(20)) { try await client.status().state == .beforeFirstUnlock })
-        #expect(await EndToEnd.failure { _ = try await client.file("c").read() } == .protectedDataUnavailable)
+        #expect(await EndToEnd.failure { _ = try await classC.read() } == .protectedDataUnavailable)
 
         watcher.waitUntilExit()
         #expect(watcher.terminationStatus == 0)

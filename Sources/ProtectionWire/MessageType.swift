@@ -54,10 +54,11 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
 
 /// Protocol constants.
 public enum WireProtocol {
-    /// The protocol version this code speaks: 2 (version 1 also had
-    /// `writeDirect`, a write whose chunks the daemon read from the socket
-    /// itself).
-    public static let version: UInt16 = 2
+    /// The protocol version this code speaks: 3. Version 2 had no lock
+    /// reasons and no first-unlock timeout in the status; version 1 also
+    /// had `writeDirect`, a write whose chunks the daemon read from the
+    /// socket itself.
+    public static let version: UInt16 = 3
     /// The largest content chunk either side puts in one frame, where the
     /// daemon's frame limit has room for it (the default limit does; the
     /// smallest holds `minimumChunkSize`): see `chunkSize(forFrameLimit:)`,

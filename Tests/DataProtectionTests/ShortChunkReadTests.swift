@@ -91,9 +91,9 @@ private final class CuttingPeer: @unchecked Sendable {
         defer { connection.close() }
         while let frame = try? connection.readFrame() {
             switch frame.type {
-            case 0x01: // hello: version 2, the default frame limit (512 KiB chunks)
+            case 0x01: // hello: version 3, the default frame limit (512 KiB chunks)
                 try? connection.send(type: 0x81, id: frame.id,
-                                     body: Self.bigEndian(UInt16(2)) + Self.bigEndian(UInt32(1_049_600))
+                                     body: Self.bigEndian(UInt16(3)) + Self.bigEndian(UInt32(1_049_600))
                                          + Self.bigEndian(getuid()) + Self.bigEndian(getgid()))
             case 0x0B: // open: handle 1, class none, the size
                 try? connection.send(type: 0x84, id: frame.id,

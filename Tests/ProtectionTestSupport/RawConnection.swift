@@ -43,9 +43,9 @@ public final class RawConnection: @unchecked Sendable {
         try sendRaw(frame + body)
     }
 
-    /// Sends hello (version 2) and reads the answer frame.
+    /// Sends hello (version 3) and reads the answer frame.
     public func handshake() throws {
-        try send(type: 0x01, id: 1, body: [0, 2, 0, 2, 0, 3] + Array("raw".utf8))
+        try send(type: 0x01, id: 1, body: [0, 3, 0, 3, 0, 3] + Array("raw".utf8))
         guard let answer = try readFrame(), answer.type == 0x81 else { throw POSIXError(.EPROTO) }
     }
 

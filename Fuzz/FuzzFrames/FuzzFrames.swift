@@ -135,11 +135,12 @@ public func initialize(_ argc: UnsafeMutablePointer<CInt>?,
 /// One seed per request and response kind: a hello then the message, as a
 /// connection sends them, in one read (cut 0); a few with other cuts.
 private func writeSeeds(to directory: String) {
-    let hello = Request.hello(minimumVersion: 3, maximumVersion: 3, client: "fuzz")
+    let hello = Request.hello(minimumVersion: WireProtocol.version, maximumVersion: WireProtocol.version, client: "fuzz")
     var data = ByteBufferAllocator().buffer(capacity: 16)
     data.writeString("sixteen bytes...")
     let requests: [Request] = [
-        .status, .lock(graceMilliseconds: 1500, waitUntilLocked: true), .lock(graceMilliseconds: nil, waitUntilLocked: false),
+        .status, .lock(graceMilliseconds: 1500, waitUntilLocked: true, reason: .suspend),
+        .lock(graceMilliseconds: nil, waitUntilLocked: false, reason: .requested),
         .unlock(passcode: Array("secret".utf8)), .passwd(old: Array("old".utf8), new: Array("new".utf8)),
         .passwd(old: nil, new: Array("new".utf8)), .erase,
         .writeBegin(name: "notes/a.txt", protection: .complete, durable: true), .writeChunk(data), .writeEnd,
@@ -155,11 +156,12 @@ private func writeSeeds(to directory: String) {
     ]
     let report = StatusReport(state: .locking, passcodeSet: true, failedAttempts: 2, retryAfterSeconds: 5,
                               gracePeriodMilliseconds: 10_000, eventSequence: 3, lockDeadlineUnixMilliseconds: 1_700_000_000_000,
-                              keyMemoryLocked: true, recoveryKeySet: true, fault: nil)
+                              keyMemoryLocked: true, firstUnlockTimeoutMilliseconds: 259_200_000,
+                              firstUnlockRemainingMilliseconds: 1_000, recoveryKeySet: true, fault: nil)
     let attributes = WireAttributes(name: "notes/a.txt", protection: .completeUntilFirstUserAuthentication,
                                     size: 12, modificationTime: 1_700_000_000)
     let responses: [Response] = [
-        .ok, .helloAccepted(version: 3, maximumFrameLength: UInt32(daemonFrameLimit), uid: 1000, gid: 1000),
+        .ok, .helloAccepted(version: WireProtocol.version, maximumFrameLength: UInt32(daemonFrameLimit), uid: 1000, gid: 1000),
         .status(report), .subscribed(StatusReport(state: .unlocked, passcodeSet: false, failedAttempts: 0,
                                                   retryAfterSeconds: 0, gracePeriodMilliseconds: 0, eventSequence: 0,
                                                   lockDeadlineUnixMilliseconds: 0, keyMemoryLocked: false,
@@ -168,8 +170,9 @@ private func writeSeeds(to directory: String) {
         .attributes(attributes), .data(data), .dataChunk(data), .end, .listChunk([attributes, attributes]),
         .error(WireError(.rateLimited, "wait", retryAfterSeconds: 30)),
         .event(WireEvent(kind: .willBecomeUnavailable, sequence: 4, state: .locking,
-                         deadlineUnixMilliseconds: 1_700_000_000_000)),
-        .event(WireEvent(kind: .didBecomeAvailable, sequence: 5, state: .unlocked, firstUnlock: true)),
+                         deadlineUnixMilliseconds: 1_700_000_000_000, reason: .suspend)),
+        .event(WireEvent(kind: .didBecomeUnavailable, sequence: 5, state: .beforeFirstUnlock, reason: .inactivity)),
+        .event(WireEvent(kind: .didBecomeAvailable, sequence: 6, state: .unlocked, firstUnlock: true)),
         .recoveryKey(Array(repeating: 0x5A, count: 32)),
     ]
     func write(_ name: String, cut: UInt8, _ frames: [Frame]) {

@@ -23,6 +23,12 @@ public struct DaemonStatus: Sendable, Equatable {
     /// could be swapped to disk: protd lacks CAP_IPC_LOCK or enough
     /// LimitMEMLOCK (its journal says so at start).
     public var keyMemoryLocked: Bool
+    /// How long after the last unlock the daemon returns to
+    /// `beforeFirstUnlock` (class C keys wiped too); nil when off.
+    public var firstUnlockTimeout: Duration?
+    /// How long until it does; nil while that timeout does not run (off,
+    /// no passcode, or already `beforeFirstUnlock`).
+    public var firstUnlockTimeoutRemaining: Duration?
     /// Whether a recovery key can set a new passcode (`resetPasscode`).
     public var recoveryKeySet: Bool
     /// Why the daemon serves no files, when it is in a fault state (a key
@@ -33,7 +39,8 @@ public struct DaemonStatus: Sendable, Equatable {
     /// Makes a status.
     public init(state: LockState, passcodeSet: Bool, failedAttempts: Int, retryAfter: Duration?,
                 gracePeriod: Duration, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64?,
-                keyMemoryLocked: Bool, recoveryKeySet: Bool = false, fault: String? = nil) {
+                keyMemoryLocked: Bool, firstUnlockTimeout: Duration? = nil,
+                firstUnlockTimeoutRemaining: Duration? = nil, recoveryKeySet: Bool = false, fault: String? = nil) {
         self.state = state
         self.passcodeSet = passcodeSet
         self.failedAttempts = failedAttempts
@@ -42,6 +49,8 @@ public struct DaemonStatus: Sendable, Equatable {
         self.eventSequence = eventSequence
         self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
         self.keyMemoryLocked = keyMemoryLocked
+        self.firstUnlockTimeout = firstUnlockTimeout
+        self.firstUnlockTimeoutRemaining = firstUnlockTimeoutRemaining
         self.recoveryKeySet = recoveryKeySet
         self.fault = fault
     }
@@ -61,6 +70,14 @@ extension DaemonStatus {
                   eventSequence: report.eventSequence,
                   lockDeadlineUnixMilliseconds: report.lockDeadlineUnixMilliseconds == 0
                       ? nil : report.lockDeadlineUnixMilliseconds,
-                  keyMemoryLocked: report.keyMemoryLocked, recoveryKeySet: report.recoveryKeySet, fault: report.fault)
+                  keyMemoryLocked: report.keyMemoryLocked,
+                  firstUnlockTimeout: Self.duration(milliseconds: report.firstUnlockTimeoutMilliseconds),
+                  firstUnlockTimeoutRemaining: Self.duration(milliseconds: report.firstUnlockRemainingMilliseconds),
+                  recoveryKeySet: report.recoveryKeySet, fault: report.fault)
+    }
+
+    /// A duration on the wire, where 0 means none.
+    private static func duration(milliseconds: UInt64) -> Duration? {
+        milliseconds == 0 ? nil : .milliseconds(Int64(clamping: milliseconds))
     }
 }

@@ -138,7 +138,10 @@ public final class DataProtectionClient: Sendable {
     /// group (`.permissionDenied`) and a passcode (`.noPasscodeSet`). If
     /// this client iterates `events`, the lock also waits for its
     /// acknowledgement, like any other subscriber's, until the grace period ends.
-    public func lock(grace: Duration? = nil, waitUntilLocked: Bool = true) async throws(DataProtectionError) {
+    /// `reason` (`.requested` or `.suspend`; the others are the daemon's,
+    /// `.invalidArgument`) goes into the lock's events.
+    public func lock(grace: Duration? = nil, waitUntilLocked: Bool = true,
+                     reason: LockReason = .requested) async throws(DataProtectionError) {
         let milliseconds = try grace.map { duration throws(DataProtectionError) in try Self.milliseconds(duration) }
         var timeout: Duration? = nil
         if waitUntilLocked {
@@ -146,8 +149,8 @@ public final class DataProtectionClient: Sendable {
             let period = if let grace { grace } else { try await status().gracePeriod }
             timeout = connection.router.timeout + period
         }
-        try await connection.expectOK(.lock(graceMilliseconds: milliseconds, waitUntilLocked: waitUntilLocked), "lock",
-                                      timeout: timeout)
+        try await connection.expectOK(.lock(graceMilliseconds: milliseconds, waitUntilLocked: waitUntilLocked,
+                                            reason: reason), "lock", timeout: timeout)
     }
 
     /// Unlocks with the passcode. Fails with `.wrongPasscode` or, after

@@ -4,6 +4,7 @@
 // their cases such as `.complete` and `.unlocked` are usable directly.
 @_exported public import enum ProtectionModel.ProtectionClass
 @_exported public import enum ProtectionModel.LockState
+@_exported public import enum ProtectionModel.LockReason
 
 /// Apple's name for `ProtectionClass`: `.complete`, `.completeUnlessOpen`,
 /// `.completeUntilFirstUserAuthentication` (the default) and `.none`.

@@ -6,14 +6,19 @@ public struct ProtectionEvent: Sendable, Equatable, Hashable {
     /// What happened.
     public enum Kind: Sendable, Equatable, Hashable {
         /// A lock started: class `.complete` data goes away at the deadline
-        /// (Unix milliseconds) at the latest. Close class `.complete` files,
-        /// then `acknowledge` the event so the lock need not wait.
+        /// (Unix milliseconds) at the latest, and class
+        /// `.completeUntilFirstUserAuthentication` data too when the reason
+        /// is `.inactivity` or `.shutdown`. Close those files, then
+        /// `acknowledge` the event so the lock need not wait.
         case willBecomeUnavailable(deadlineUnixMilliseconds: UInt64)
         /// The lock completed: class `.complete` files are unreadable and
-        /// their open handles were invalidated.
+        /// their open handles were invalidated; in state
+        /// `.beforeFirstUnlock`, class `.completeUntilFirstUserAuthentication`
+        /// ones too.
         case didBecomeUnavailable
         /// An unlock: protected data is readable again. `firstUnlock` is true
-        /// for the first unlock since the daemon started.
+        /// when leaving `.beforeFirstUnlock` (after a start, or after the
+        /// first-unlock timeout).
         case didBecomeAvailable(firstUnlock: Bool)
     }
 
@@ -24,12 +29,16 @@ public struct ProtectionEvent: Sendable, Equatable, Hashable {
     public var sequence: UInt64
     /// The lock state after the event.
     public var state: LockState
+    /// Why data becomes unavailable: set on `willBecomeUnavailable` and
+    /// `didBecomeUnavailable`, nil on `didBecomeAvailable`.
+    public var reason: LockReason?
 
     /// Makes an event.
-    public init(kind: Kind, sequence: UInt64, state: LockState) {
+    public init(kind: Kind, sequence: UInt64, state: LockState, reason: LockReason? = nil) {
         self.kind = kind
         self.sequence = sequence
         self.state = state
+        self.reason = reason
     }
 }
 
@@ -40,6 +49,6 @@ extension ProtectionEvent {
         case .didBecomeUnavailable: .didBecomeUnavailable
         case .didBecomeAvailable: .didBecomeAvailable(firstUnlock: wire.firstUnlock)
         }
-        self.init(kind: kind, sequence: wire.sequence, state: wire.state)
+        self.init(kind: kind, sequence: wire.sequence, state: wire.state, reason: wire.reason)
     }
 }

@@ -146,12 +146,16 @@ final class RequestRouter: Sendable {
     }
 
     /// Settles the slots past their deadline with `.timedOut`; closes the
-    /// connection when a send is past its deadline; re-arms while anything waits.
+    /// connection when a send is past its deadline, or an answer is overdue
+    /// while a send still waits for the daemon to take data (it reads
+    /// nothing on this connection); re-arms while anything waits.
     private func sweep() {
         let now = ContinuousClock.now
         let (expired, stalledChannel, rearm) = state.withLock { state in
             var expired: [(CheckedContinuation<Outcome, Never>, DataProtectionError)] = []
+            var anyOverdue = false
             for (id, var slot) in state.slots where slot.outcome == nil && slot.deadline <= now {
+                anyOverdue = true
                 let error = DataProtectionError.timedOut(
                     "protd did not answer within \(slot.timeout.components.seconds) seconds")
                 if let waiter = slot.waiter {
@@ -163,7 +167,8 @@ final class RequestRouter: Sendable {
                     state.slots[id] = slot
                 }
             }
-            let stalled = state.sends.values.contains { $0 <= now } ? state.channel : nil
+            let sendStalled = state.sends.values.contains { $0 <= now } || (anyOverdue && !state.sends.isEmpty)
+            let stalled = sendStalled ? state.channel : nil
             state.sweepArmed = state.failure == nil && (!state.slots.isEmpty || !state.sends.isEmpty)
             return (expired, stalled, state.sweepArmed)
         }

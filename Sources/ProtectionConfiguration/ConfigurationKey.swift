@@ -95,6 +95,10 @@ extension ConfigurationKey {
         "lock.grace-period-seconds", "SECONDS", type: "number", default: "\(defaults.gracePeriod.components.seconds)",
         expected: "a number of seconds from 0 to \(DaemonConfiguration.Limits.maximumGraceSeconds)",
         help: "How long a lock waits for subscribers to close complete (class A) files (0 = lock at once; fractions allowed).")
+    static let firstUnlockTimeout = Self(
+        "lock.first-unlock-timeout", "DURATION", type: "duration", default: "72h",
+        expected: "a number of seconds, or a number followed by s, m, h or d (90m, 72h, 1.5d), from 0 (off) to 365d",
+        help: "Back to beforeFirstUnlock (class C keys wiped too) this long after the last unlock, suspend included (0 = never).")
     static let adminGroup = Self(
         "lock.admin-group", "GROUP", type: "group name", default: defaults.adminGroup,
         expected: "a non-empty group name or numeric id without spaces, ':' or '/'",
@@ -170,7 +174,7 @@ extension ConfigurationKey {
     /// Every key of `DaemonConfiguration`, in the order of the YAML file.
     static let all: [Self] = [
         socketPath, socketMode, socketGroup, stateDirectory, deviceKeyFile,
-        gracePeriod, adminGroup,
+        gracePeriod, firstUnlockTimeout, adminGroup,
         argon2Operations, argon2MemoryKiB, failedAttemptDelays, eraseAfterFailedAttempts,
         segmentSize, cipher, logLevel,
         maxFrameBytes, maxConnections, maxOpenHandlesPerConnection,

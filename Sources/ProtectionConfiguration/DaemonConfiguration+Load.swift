@@ -204,6 +204,9 @@ struct Reader {
         if let value = try single(.stateDirectory, ValueParsing.path) { configuration.stateDirectory = value }
         if let value = try single(.deviceKeyFile, ValueParsing.optionalPath) { configuration.deviceKeyFile = value }
         if let value = try single(.gracePeriod, ValueParsing.graceSeconds) { configuration.gracePeriod = value }
+        if let value = try single(.firstUnlockTimeout, ValueParsing.firstUnlockTimeout) {
+            configuration.firstUnlockTimeout = value
+        }
         if let value = try single(.adminGroup, ValueParsing.groupName) { configuration.adminGroup = value }
         configuration.passcodeCost = try passcodeCost(default: configuration.passcodeCost)
         configuration.failedAttemptPolicy = try failedAttemptPolicy(default: configuration.failedAttemptPolicy)

@@ -35,6 +35,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// allowed, fractions allowed, at most 86400): how long a lock waits for
     /// subscribers to acknowledge before class A keys are wiped.
     public var gracePeriod: Duration
+    /// Key `lock.first-unlock-timeout` (duration, default `72h`, `0` =
+    /// off, which is nil here): how long after the passcode was last given
+    /// (unlock, passwd), counted through suspend, protd returns to
+    /// `beforeFirstUnlock`, after the grace period.
+    public var firstUnlockTimeout: Duration?
     /// Key `lock.admin-group` (group name, default `protd-admin`): members
     /// (and root) may lock and set the passcode.
     public var adminGroup: String
@@ -98,6 +103,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         stateDirectory: String = "/var/lib/protd",
         deviceKeyFile: String? = nil,
         gracePeriod: Duration = .seconds(10),
+        firstUnlockTimeout: Duration? = .seconds(72 * 3600),
         adminGroup: String = "protd-admin",
         passcodeCost: Argon2id.Cost = .interactive,
         failedAttemptPolicy: FailedAttemptPolicy = .standard,
@@ -120,6 +126,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         self.stateDirectory = stateDirectory
         self.deviceKeyFile = deviceKeyFile
         self.gracePeriod = gracePeriod
+        self.firstUnlockTimeout = firstUnlockTimeout
         self.adminGroup = adminGroup
         self.passcodeCost = passcodeCost
         self.failedAttemptPolicy = failedAttemptPolicy
@@ -181,6 +188,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     enum Limits {
         /// Longest grace period: one day.
         static let maximumGraceSeconds = 86_400
+        /// Longest first-unlock timeout: a year.
+        static let maximumFirstUnlockTimeoutSeconds = 365 * 86_400
         /// Largest frame: 1 GiB.
         static let maximumFrameBytes = 1 << 30
         /// Smallest frame.

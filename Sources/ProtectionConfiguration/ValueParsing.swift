@@ -82,6 +82,21 @@ enum ValueParsing {
         return .seconds(seconds)
     }
 
+    /// A duration: a decimal number (fractions allowed) of seconds, or
+    /// followed by `s`, `m`, `h` or `d`, up to `maximumFirstUnlockTimeoutSeconds`.
+    /// `0` is off (`.some(nil)`).
+    static func firstUnlockTimeout(_ text: String) -> Duration?? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        let unit = text.last.flatMap { units[$0] }
+        let number = unit == nil ? Substring(text) : text.dropLast()
+        guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+              let value = Double(number) else { return nil }
+        let seconds = value * (unit ?? 1)
+        guard seconds <= Double(DaemonConfiguration.Limits.maximumFirstUnlockTimeoutSeconds) else { return nil }
+        if seconds == 0 { return .some(nil) }
+        return seconds == seconds.rounded(.towardZero) ? .seconds(Int64(seconds)) : .seconds(seconds)
+    }
+
     /// A decimal integer within `range`.
     static func integer(in range: ClosedRange<Int>) -> @Sendable (String) -> Int? {
         { text in

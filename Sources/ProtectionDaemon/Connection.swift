@@ -173,14 +173,17 @@ final class Connection {
             throw ProtocolViolation("hello was already sent")
         case .status:
             return .status(await statusReport())
-        case .lock(let grace, let wait):
+        case .lock(let grace, let wait, let reason):
             guard context.authorization.mayLock(peer) else {
                 throw WireError.permissionDenied("locking needs root or the admin group")
             }
             if let grace, grace > Self.maximumGraceMilliseconds {
                 throw WireError(.invalidArgument, "a grace period can be at most one day")
             }
-            try await context.lockController.lock(grace: grace.map { .milliseconds(Int64($0)) }, by: peer)
+            guard reason.isRequestable else {
+                throw WireError(.invalidArgument, "a lock's reason may be requested or suspend; \(reason) is protd's own")
+            }
+            try await context.lockController.lock(grace: grace.map { .milliseconds(Int64($0)) }, reason: reason, by: peer)
             guard wait else { return .ok }
             // A pending answer is written by the sink, from the controller, the moment the lock settles.
             let events = events
@@ -518,7 +521,13 @@ final class Connection {
             gracePeriodMilliseconds: UInt64(max(0, context.lockController.gracePeriod.milliseconds)),
             eventSequence: status.eventSequence,
             lockDeadlineUnixMilliseconds: status.lockDeadline.map(UnixTime.milliseconds(at:)) ?? 0,
-            keyMemoryLocked: MemoryLocking.isKeyMemoryLocked, recoveryKeySet: status.recoveryKeySet, fault: status.fault)
+            keyMemoryLocked: MemoryLocking.isKeyMemoryLocked,
+            firstUnlockTimeoutMilliseconds: UInt64(max(0, status.firstUnlockTimeout?.milliseconds ?? 0)),
+            // At least 1 while it runs: 0 says it does not.
+            firstUnlockRemainingMilliseconds: status.firstUnlockDeadline.map {
+                UInt64(max(1, BootInstant.now.duration(to: $0).milliseconds))
+            } ?? 0,
+            recoveryKeySet: status.recoveryKeySet, fault: status.fault)
     }
 
     private static func secret(_ bytes: [UInt8], field: String) throws -> SecretBytes {

@@ -42,7 +42,8 @@ public final class Daemon: Service {
             failedAttemptPolicy: configuration.failedAttemptPolicy,
             segmentSize: configuration.segmentSize,
             cipher: configuration.cipher ?? .preferred,
-            quota: StorageQuota(bytes: configuration.quotaBytesPerUID, files: configuration.quotaFilesPerUID))
+            quota: StorageQuota(bytes: configuration.quotaBytesPerUID, files: configuration.quotaFilesPerUID),
+            firstUnlockTimeout: configuration.firstUnlockTimeout)
         let limits = ClientLimits(
             connections: configuration.maxConnections, connectionsPerUID: configuration.maxConnectionsPerUID,
             filesPerConnection: configuration.maxOpenHandlesPerConnection,
@@ -107,7 +108,8 @@ public final class Daemon: Service {
                 """, metadata: ["protd.open_file_limit": "\(fileLimit)", "protd.open_files_allowed": "\(filesNeeded)"])
         }
         server = DaemonServer(listener: Self.listener(configuration, environment), context: context,
-                              onReady: { notifier.ready() }, onStopping: { notifier.stopping() })
+                              onReady: { notifier.ready() }, onStopping: { notifier.stopping() },
+                              beforeClosing: { await lockController.shutdownStarted() })
         logger.info("state loaded", metadata: ["protd.state": "\(store.lockState)",
                                                "protd.passcode_set": "\(store.status.passcodeSet)",
                                                "protd.cipher": "\(storeConfiguration.cipher)",

@@ -7,7 +7,8 @@ public import ServiceLifecycle
 
 /// The Unix-socket server: accepts connections, learns each peer's
 /// credentials, and serves each connection in its own child task. On
-/// graceful shutdown it stops accepting and closes every connection.
+/// graceful shutdown it stops accepting, runs `beforeClosing`, and closes
+/// every connection.
 public final class DaemonServer: Service {
     /// Where connections come from.
     public enum Listener: Sendable {
@@ -42,15 +43,18 @@ public final class DaemonServer: Service {
     private let onReady: @Sendable () -> Void
 
     private let onStopping: @Sendable () -> Void
+    private let beforeClosing: @Sendable () async -> Void
 
     /// Makes a server; `onReady` runs once it accepts connections,
-    /// `onStopping` when a graceful shutdown begins.
+    /// `onStopping` when a graceful shutdown begins, `beforeClosing` once
+    /// it no longer accepts and before it closes the connections.
     public convenience init(listener: Listener, context: ConnectionContext,
                             onReady: @escaping @Sendable () -> Void = {},
-                            onStopping: @escaping @Sendable () -> Void = {}) {
+                            onStopping: @escaping @Sendable () -> Void = {},
+                            beforeClosing: @escaping @Sendable () async -> Void = {}) {
         self.init(listener: listener, limits: context.limits, backend: .store(context),
                   maximumFrameLength: context.maximumFrameLength, authorization: context.authorization,
-                  logger: context.logger, onReady: onReady, onStopping: onStopping)
+                  logger: context.logger, onReady: onReady, onStopping: onStopping, beforeClosing: beforeClosing)
     }
 
     /// Makes a server for a daemon in a fault state: it answers `status`
@@ -60,12 +64,12 @@ public final class DaemonServer: Service {
                             onStopping: @escaping @Sendable () -> Void = {}) {
         self.init(listener: listener, limits: limits, backend: .fault(fault),
                   maximumFrameLength: fault.maximumFrameLength, authorization: fault.authorization,
-                  logger: fault.logger, onReady: onReady, onStopping: onStopping)
+                  logger: fault.logger, onReady: onReady, onStopping: onStopping, beforeClosing: {})
     }
 
     private init(listener: Listener, limits: ClientLimits, backend: Backend, maximumFrameLength: Int,
                  authorization: Authorization, logger: Logger, onReady: @escaping @Sendable () -> Void,
-                 onStopping: @escaping @Sendable () -> Void) {
+                 onStopping: @escaping @Sendable () -> Void, beforeClosing: @escaping @Sendable () async -> Void) {
         self.listener = listener
         self.registry = ConnectionRegistry(limits: limits)
         self.backend = backend
@@ -74,6 +78,7 @@ public final class DaemonServer: Service {
         self.logger = logger
         self.onReady = onReady
         self.onStopping = onStopping
+        self.beforeClosing = beforeClosing
     }
 
     public func run() async throws {
@@ -129,11 +134,13 @@ public final class DaemonServer: Service {
                         group.addTask { await self.serve(accepted) }
                     }
                 }
+                // No longer accepting (a graceful shutdown closed the listener).
+                await beforeClosing()
+                registry.closeAll()
             }
         } onGracefulShutdown: { [onStopping] in
             onStopping()
             server.channel.close(promise: nil)
-            registry.closeAll()
         }
         if case .path(let path, _, _) = listener { ListeningSocket.remove(path: path) }
         logger.notice("stopped serving")

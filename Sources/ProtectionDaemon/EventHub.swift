@@ -81,9 +81,9 @@ extension WireEvent {
         switch event.kind {
         case .willBecomeUnavailable(let deadline):
             self.init(kind: .willBecomeUnavailable, sequence: event.sequence, state: event.state,
-                      deadlineUnixMilliseconds: UnixTime.milliseconds(at: deadline))
+                      deadlineUnixMilliseconds: UnixTime.milliseconds(at: deadline), reason: event.reason)
         case .didBecomeUnavailable:
-            self.init(kind: .didBecomeUnavailable, sequence: event.sequence, state: event.state)
+            self.init(kind: .didBecomeUnavailable, sequence: event.sequence, state: event.state, reason: event.reason)
         case .didBecomeAvailable(let first):
             self.init(kind: .didBecomeAvailable, sequence: event.sequence, state: event.state, firstUnlock: first)
         }

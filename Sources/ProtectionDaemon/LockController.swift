@@ -4,7 +4,8 @@ internal import ProtectionWire
 internal import Sodium
 
 /// Drives the store's lock life cycle in real time: starts locks, runs the
-/// grace-period timer, takes acknowledgements, unlocks, and publishes every
+/// grace-period and first-unlock timers, takes acknowledgements, unlocks,
+/// returns to `beforeFirstUnlock` at shutdown, and publishes every
 /// resulting event through the hub. Audit lines for lock, unlock, the
 /// recovery key and failed attempts are logged here (never a passcode or
 /// key).
@@ -13,7 +14,12 @@ public actor LockController {
     private let hub: EventHub
     private let defaultGrace: Duration
     private let logger: Logger
-    private var deadlineTimer: Task<Void, Never>?
+    /// The end of a lock's grace period.
+    private var graceAlarm = Alarm<ContinuousClock.Instant>()
+    /// When the first-unlock timeout passes.
+    private var firstUnlockAlarm = Alarm<BootInstant>()
+    /// Set by `stop()`: no alarm is set again.
+    private var stopped = false
     /// What to call once the state leaves `locking`, by who asked (see
     /// `answerWhenSettled`).
     private var settledAnswers: [ObjectIdentifier: [@Sendable (LockState) -> Void]] = [:]
@@ -26,16 +32,29 @@ public actor LockController {
         self.logger = logger
     }
 
-    /// The configured grace period.
+    /// The configured grace period, also that of a return to
+    /// `beforeFirstUnlock` after the first-unlock timeout.
     public nonisolated var gracePeriod: Duration { defaultGrace }
 
+    /// The longest the first-unlock timer sleeps before it reads the boot
+    /// clock again, in case a sleep does not count a suspend.
+    static let firstUnlockCheckInterval: Duration = .seconds(60)
+
     /// Starts a lock (already authorised by the caller).
-    func lock(grace: Duration?, by peer: PeerCredentials) throws {
+    func lock(grace: Duration?, reason: LockReason = .requested, by peer: PeerCredentials) throws {
         let grace = grace ?? defaultGrace
-        let progress = try store.requestLock(grace: grace, now: .now, subscribers: hub.subscriberIDs)
+        let progress = try store.requestLock(grace: grace, now: .now, subscribers: hub.subscriberIDs, reason: reason)
         logger.notice("lock requested", metadata: ["protd.peer.uid": "\(peer.uid)", "protd.peer.pid": "\(peer.pid)",
-                                                    "protd.lock.grace_ms": "\(grace.milliseconds)"])
-        apply(progress)
+                                                    "protd.lock.grace_ms": "\(grace.milliseconds)",
+                                                    "protd.lock.reason": "\(reason)"])
+        publish(progress.events)
+    }
+
+    /// protd is stopping: back to `beforeFirstUnlock` at once (reason
+    /// `shutdown`, no grace: every connection ends next whatever
+    /// subscribers do), so subscribers hear why before their connections close.
+    func shutdownStarted() {
+        publish(store.returnToBeforeFirstUnlock(reason: .shutdown, grace: .zero).events)
     }
 
     /// The state a lock-and-wait is answered with now, or nil when it is
@@ -154,7 +173,7 @@ public actor LockController {
     /// `sequence`; only the current lock's latest one counts. The last
     /// awaited acknowledgement completes the lock at once.
     func acknowledge(_ subscriber: SubscriberID, sequence: UInt64) {
-        apply(store.acknowledge(subscriber, sequence: sequence))
+        publish(store.acknowledge(subscriber, sequence: sequence).events)
     }
 
     /// `acknowledge` without waiting, from any thread (an event loop):
@@ -167,53 +186,70 @@ public actor LockController {
 
     /// A subscriber went away: the lock no longer waits for it.
     func subscriberLeft(_ subscriber: SubscriberID) {
-        apply(store.subscriberLeft(subscriber))
+        publish(store.subscriberLeft(subscriber).events)
     }
 
-    /// Stops the timer and gives every pending answer the current state
+    /// Stops the timers and gives every pending answer the current state
     /// (shutdown).
     func stop() {
-        deadlineTimer?.cancel()
-        deadlineTimer = nil
+        stopped = true
+        graceAlarm.cancel()
+        firstUnlockAlarm.cancel()
         answerPending()
     }
 
-    private func apply(_ progress: LockProgress) {
-        if let deadline = progress.pendingDeadline {
-            deadlineTimer?.cancel()
-            deadlineTimer = Task { [weak self] in
+    private func deadlineReached() {
+        graceAlarm.rang()
+        publish(store.deadlinePassed(now: .now).events)
+    }
+
+    private func firstUnlockTimeoutReached() {
+        firstUnlockAlarm.rang()
+        let progress = store.firstUnlockTimeoutPassed(grace: defaultGrace, subscribers: hub.subscriberIDs)
+        if !progress.events.isEmpty {
+            logger.notice("first-unlock timeout passed: returning to beforeFirstUnlock",
+                          metadata: ["protd.lock.grace_ms": "\(defaultGrace.milliseconds)"])
+        }
+        publish(progress.events)
+    }
+
+    /// Logs a completed lock, settles it if it is no longer `locking`, sets
+    /// the alarms for what is pending, then broadcasts `events`. Pending
+    /// lock answers go first, written to their event loops before the
+    /// broadcast, so they do not queue behind one event frame per subscriber.
+    private func publish(_ events: [ProtectionEvent]) {
+        for event in events where event.kind == .didBecomeUnavailable {
+            let what = event.state == .beforeFirstUnlock
+                ? "back to beforeFirstUnlock: class A, B private and C keys wiped"
+                : "lock completed: class A keys and class B private key wiped"
+            logger.notice("\(what)", metadata: ["protd.event.sequence": "\(event.sequence)",
+                                                "protd.lock.reason": "\(event.reason?.description ?? "none")"])
+        }
+        if store.lockState != .locking { answerPending() }
+        setAlarms()
+        hub.broadcast(events)
+    }
+
+    /// Sets the alarms for the store's pending deadlines, or turns them off.
+    private func setAlarms() {
+        guard !stopped else { return }
+        let status = store.status
+        graceAlarm.set(status.lockDeadline) { deadline in
+            Task { [weak self] in
                 try? await Task.sleep(until: deadline, clock: .continuous)
                 guard !Task.isCancelled else { return }
                 await self?.deadlineReached()
             }
         }
-        publish(progress.events)
-    }
-
-    private func deadlineReached() {
-        apply(store.deadlinePassed(now: .now))
-    }
-
-    /// Logs a completed lock, settles it if it is no longer `locking`, then
-    /// broadcasts `events`. Pending lock answers go first, written to their
-    /// event loops before the broadcast, so they do not queue behind one
-    /// event frame per subscriber.
-    private func publish(_ events: [ProtectionEvent]) {
-        for event in events where event.kind == .didBecomeUnavailable {
-            logger.notice("lock completed: class A keys and class B private key wiped",
-                          metadata: ["protd.event.sequence": "\(event.sequence)"])
+        firstUnlockAlarm.set(status.firstUnlockDeadline) { deadline in
+            Task { [weak self] in
+                while case let remaining = BootInstant.now.duration(to: deadline), remaining > .zero {
+                    try? await Task.sleep(for: min(remaining, Self.firstUnlockCheckInterval))
+                    guard !Task.isCancelled else { return }
+                }
+                await self?.firstUnlockTimeoutReached()
+            }
         }
-        settleIfNotLocking()
-        hub.broadcast(events)
-    }
-
-    /// Once the state has left `locking`: stops the timer and gives every
-    /// pending answer the state.
-    private func settleIfNotLocking() {
-        guard store.lockState != .locking else { return }
-        deadlineTimer?.cancel()
-        deadlineTimer = nil
-        answerPending()
     }
 
     private func answerPending() {

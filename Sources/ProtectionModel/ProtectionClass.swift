@@ -8,7 +8,7 @@ public enum ProtectionClass: UInt8, Sendable, CaseIterable, Hashable, Codable, C
     /// unlocked; handles opened earlier keep working after a lock.
     case completeUnlessOpen = 2
     /// Class C (the default): readable from the first unlock after start
-    /// until the daemon stops.
+    /// until the daemon stops or nobody unlocked for the first-unlock timeout.
     case completeUntilFirstUserAuthentication = 3
     /// Class D: always readable; encrypted under a key from the device secret.
     case none = 4

@@ -59,9 +59,11 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
 
 /// Protocol constants.
 public enum WireProtocol {
-    /// The protocol version this code speaks: 3 (version 2 had no recovery
-    /// key requests and no `recovery key set` in the status report;
-    /// version 1 also had `writeDirect`).
+    /// The protocol version this code speaks: 3. Version 2 had no lock
+    /// reasons, no first-unlock timeout and no recovery key (its requests,
+    /// and `recovery key set` in the status); version 1 also had
+    /// `writeDirect`, a write whose chunks the daemon read from the socket
+    /// itself.
     public static let version: UInt16 = 3
     /// The length of a recovery key on the wire.
     public static let recoveryKeyByteCount = 32

@@ -9,7 +9,8 @@ public enum Request: Sendable, Equatable {
     case status
     /// Start a lock; `grace` nil = the configured grace period. With
     /// `waitUntilLocked` the answer comes once the state is `locked`.
-    case lock(graceMilliseconds: UInt32?, waitUntilLocked: Bool)
+    /// `reason` goes into the lock's events.
+    case lock(graceMilliseconds: UInt32?, waitUntilLocked: Bool, reason: LockReason)
     /// Unlock with the passcode's UTF-8 bytes.
     case unlock(passcode: [UInt8])
     /// Unlock at the login of `uid` (docs/pam.md): a wrong passcode counts
@@ -113,9 +114,10 @@ public enum Request: Sendable, Equatable {
             body.writeWireString(client)
         case .status, .erase, .writeEnd, .writeAbort, .subscribe, .recoveryRemove:
             break
-        case .lock(let grace, let wait):
+        case .lock(let grace, let wait, let reason):
             body.writeInteger(UInt8((grace == nil ? 0 : 1) | (wait ? 2 : 0)))
             body.writeInteger(grace ?? 0, endianness: .big)
+            body.writeInteger(reason.wireValue)
         case .unlock(let passcode):
             body.writeWireBytes(passcode)
         case .loginUnlock(let uid, let passcode):
@@ -205,7 +207,8 @@ public enum Request: Sendable, Equatable {
             let flags: UInt8 = try body.readWireInteger("lock flags")
             let grace: UInt32 = try body.readWireInteger("grace")
             guard flags & ~3 == 0 else { throw ProtocolViolation("unknown lock flags \(flags)") }
-            self = .lock(graceMilliseconds: flags & 1 == 1 ? grace : nil, waitUntilLocked: flags & 2 == 2)
+            self = .lock(graceMilliseconds: flags & 1 == 1 ? grace : nil, waitUntilLocked: flags & 2 == 2,
+                         reason: try body.readWireLockReason())
         case .unlock:
             self = .unlock(passcode: try body.readWireBytes("passcode"))
         case .loginUnlock:

@@ -94,6 +94,7 @@ public enum Response: Sendable, Equatable {
             body.writeInteger(event.state.wireValue)
             body.writeInteger(event.deadlineUnixMilliseconds, endianness: .big)
             body.writeInteger(UInt8(event.firstUnlock ? 1 : 0))
+            body.writeInteger(event.reason?.wireValue ?? 0)
         case .recoveryKey(let key):
             return key.withUnsafeBytes { Self.recoveryKeyFrame(requestID: requestID, key: $0, allocator: allocator) }
         }
@@ -164,10 +165,16 @@ public enum Response: Sendable, Equatable {
         case .event:
             let rawKind: UInt8 = try body.readWireInteger("event kind")
             guard let kind = WireEvent.Kind(rawValue: rawKind) else { throw ProtocolViolation("unknown event kind \(rawKind)") }
-            self = .event(WireEvent(kind: kind, sequence: try body.readWireInteger("sequence"),
-                                    state: try body.readWireLockState(),
-                                    deadlineUnixMilliseconds: try body.readWireInteger("deadline"),
-                                    firstUnlock: try body.readWireBool("first unlock")))
+            let event = WireEvent(kind: kind, sequence: try body.readWireInteger("sequence"),
+                                  state: try body.readWireLockState(),
+                                  deadlineUnixMilliseconds: try body.readWireInteger("deadline"),
+                                  firstUnlock: try body.readWireBool("first unlock"),
+                                  reason: try body.readWireOptionalLockReason())
+            // Only the two unavailable events say why.
+            guard (event.reason == nil) == (kind == .didBecomeAvailable) else {
+                throw ProtocolViolation("a \(kind) event with lock reason \(event.reason?.description ?? "none")")
+            }
+            self = .event(event)
         default:
             throw ProtocolViolation("unknown response type 0x\(String(frame.type, radix: 16))")
         }

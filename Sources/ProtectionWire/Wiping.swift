@@ -40,7 +40,7 @@ extension Request {
     /// shares; other requests carry none.
     public func wipePasscodes() {
         switch self {
-        case .unlock(let passcode):
+        case .unlock(let passcode), .loginUnlock(_, let passcode):
             Zeroing.wipeShared(passcode)
         case .passwd(let old, let new):
             Zeroing.wipeShared(old ?? [])

@@ -68,6 +68,20 @@ extension ByteBuffer {
         return value
     }
 
+    /// A lock reason byte, 1 to 4.
+    mutating func readWireLockReason() throws -> LockReason {
+        guard let reason = try readWireOptionalLockReason() else { throw ProtocolViolation("lock reason 0 (none) in a lock") }
+        return reason
+    }
+
+    /// A lock reason byte, or 0 for none.
+    mutating func readWireOptionalLockReason() throws -> LockReason? {
+        let raw: UInt8 = try readWireInteger("lock reason")
+        if raw == 0 { return nil }
+        guard let reason = LockReason(wireValue: raw) else { throw ProtocolViolation("unknown lock reason \(raw)") }
+        return reason
+    }
+
     mutating func readWireLockState() throws -> LockState {
         let raw: UInt8 = try readWireInteger("lock state")
         guard let state = LockState(wireValue: raw) else { throw ProtocolViolation("unknown lock state \(raw)") }
@@ -79,6 +93,24 @@ extension ByteBuffer {
         if readableBytes != 0 {
             throw ProtocolViolation("\(readableBytes) unexpected bytes after the fields of \(type())")
         }
+    }
+}
+
+extension LockReason {
+    /// The byte for this reason on the wire (0 stands for none).
+    public var wireValue: UInt8 {
+        switch self {
+        case .requested: 1
+        case .inactivity: 2
+        case .suspend: 3
+        case .shutdown: 4
+        }
+    }
+
+    /// The reason a wire byte stands for.
+    public init?(wireValue: UInt8) {
+        guard let reason = Self.allCases.first(where: { $0.wireValue == wireValue }) else { return nil }
+        self = reason
     }
 }
 

@@ -29,6 +29,10 @@ public struct StatusReport: Sendable, Equatable {
     public var lockDeadlineUnixMilliseconds: UInt64
     /// Whether the daemon's key memory is locked in RAM (never swapped).
     public var keyMemoryLocked: Bool
+    /// The configured first-unlock timeout in milliseconds; 0 = off.
+    public var firstUnlockTimeoutMilliseconds: UInt64
+    /// Milliseconds until the first-unlock timeout passes; 0 while it does not run.
+    public var firstUnlockRemainingMilliseconds: UInt64
     /// Whether a recovery key can reset the passcode (version 3).
     public var recoveryKeySet: Bool
     /// Why the daemon serves no files (a key bag it cannot open, an
@@ -39,7 +43,8 @@ public struct StatusReport: Sendable, Equatable {
     /// Makes a report.
     public init(state: LockState, passcodeSet: Bool, failedAttempts: UInt32, retryAfterSeconds: UInt64,
                 gracePeriodMilliseconds: UInt64, eventSequence: UInt64, lockDeadlineUnixMilliseconds: UInt64,
-                keyMemoryLocked: Bool, recoveryKeySet: Bool = false, fault: String? = nil) {
+                keyMemoryLocked: Bool, firstUnlockTimeoutMilliseconds: UInt64 = 0,
+                firstUnlockRemainingMilliseconds: UInt64 = 0, recoveryKeySet: Bool = false, fault: String? = nil) {
         self.state = state
         self.passcodeSet = passcodeSet
         self.failedAttempts = failedAttempts
@@ -48,6 +53,8 @@ public struct StatusReport: Sendable, Equatable {
         self.eventSequence = eventSequence
         self.lockDeadlineUnixMilliseconds = lockDeadlineUnixMilliseconds
         self.keyMemoryLocked = keyMemoryLocked
+        self.firstUnlockTimeoutMilliseconds = firstUnlockTimeoutMilliseconds
+        self.firstUnlockRemainingMilliseconds = firstUnlockRemainingMilliseconds
         self.recoveryKeySet = recoveryKeySet
         self.fault = fault
     }
@@ -61,6 +68,8 @@ public struct StatusReport: Sendable, Equatable {
         buffer.writeInteger(eventSequence, endianness: .big)
         buffer.writeInteger(lockDeadlineUnixMilliseconds, endianness: .big)
         buffer.writeInteger(UInt8(keyMemoryLocked ? 1 : 0))
+        buffer.writeInteger(firstUnlockTimeoutMilliseconds, endianness: .big)
+        buffer.writeInteger(firstUnlockRemainingMilliseconds, endianness: .big)
         buffer.writeInteger(UInt8(recoveryKeySet ? 1 : 0))
         if let fault { buffer.writeWireString(fault) }
     }
@@ -73,6 +82,8 @@ public struct StatusReport: Sendable, Equatable {
                      eventSequence: try buffer.readWireInteger("sequence"),
                      lockDeadlineUnixMilliseconds: try buffer.readWireInteger("deadline"),
                      keyMemoryLocked: try buffer.readWireBool("key memory locked"),
+                     firstUnlockTimeoutMilliseconds: try buffer.readWireInteger("first-unlock timeout"),
+                     firstUnlockRemainingMilliseconds: try buffer.readWireInteger("first-unlock timeout remaining"),
                      recoveryKeySet: try buffer.readWireBool("recovery key set"),
                      fault: buffer.readableBytes > 0 ? try buffer.readWireString("fault") : nil)
     }
@@ -130,16 +141,21 @@ public struct WireEvent: Sendable, Equatable {
     public var state: LockState
     /// For `willBecomeUnavailable`: the deadline in Unix milliseconds; else 0.
     public var deadlineUnixMilliseconds: UInt64
-    /// For `didBecomeAvailable`: the first unlock since the daemon started.
+    /// For `didBecomeAvailable`: the first unlock since the daemon started
+    /// or returned to `beforeFirstUnlock`.
     public var firstUnlock: Bool
+    /// For the two unavailable events: why; nil for `didBecomeAvailable`.
+    public var reason: LockReason?
 
     /// Makes an event.
-    public init(kind: Kind, sequence: UInt64, state: LockState, deadlineUnixMilliseconds: UInt64 = 0, firstUnlock: Bool = false) {
+    public init(kind: Kind, sequence: UInt64, state: LockState, deadlineUnixMilliseconds: UInt64 = 0,
+                firstUnlock: Bool = false, reason: LockReason? = nil) {
         self.kind = kind
         self.sequence = sequence
         self.state = state
         self.deadlineUnixMilliseconds = deadlineUnixMilliseconds
         self.firstUnlock = firstUnlock
+        self.reason = reason
     }
 }
 

@@ -8,11 +8,17 @@ enum EndToEnd {
     static let passcode = "1234-correct-horse"
 
     /// A daemon with a passcode set, restarted so it is before first unlock,
-    /// and a connected client; `extraConfig` as `DaemonProcess` takes it.
-    static func daemonWithPasscode(grace: Double = 10, extraConfig: String = "") async throws
-        -> (DaemonProcess, DataProtectionClient) {
-        let daemon = try DaemonProcess(gracePeriodSeconds: grace, extraConfig: extraConfig)
+    /// and a connected client; `firstUnlockTimeout` and `extraConfig` as
+    /// `DaemonProcess` takes them. `beforePasscode` runs first, while every
+    /// class is available without an unlock.
+    static func daemonWithPasscode(
+        grace: Double = 10, firstUnlockTimeout: String? = nil, extraConfig: String = "",
+        beforePasscode: (DataProtectionClient) async throws -> Void = { _ in }
+    ) async throws -> (DaemonProcess, DataProtectionClient) {
+        let daemon = try DaemonProcess(gracePeriodSeconds: grace, firstUnlockTimeout: firstUnlockTimeout,
+                                       extraConfig: extraConfig)
         let setup = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        try await beforePasscode(setup)
         try await setup.setPasscode(passcode)
         await setup.close()
         try daemon.restart()
@@ -43,6 +49,27 @@ enum EndToEnd {
         } catch {
             Issue.record("unexpected error type: \(error)")
             return nil
+        }
+    }
+
+    /// Collects `count` events (fewer if the connection ends first) from
+    /// `client`, acknowledging will-become-unavailable when `acknowledge`
+    /// is set. The iterator is made before this returns: an iterator only
+    /// sees events that arrive after it exists, and one made inside the
+    /// task could miss the lock.
+    static func collect(
+        _ client: DataProtectionClient, count: Int, acknowledge: Bool
+    ) -> Task<[ProtectionEvent], any Error> {
+        // Handed to the task once and used only there.
+        nonisolated(unsafe) var events = client.events.makeAsyncIterator()
+        return Task {
+            var received: [ProtectionEvent] = []
+            while let event = try await events.next() {
+                received.append(event)
+                if acknowledge, case .willBecomeUnavailable = event.kind { try await client.acknowledge(event) }
+                if received.count == count { break }
+            }
+            return received
         }
     }
 

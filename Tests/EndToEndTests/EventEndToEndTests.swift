@@ -5,26 +5,6 @@ import Testing
 
 @Suite("Lock events through the daemon", .serialized)
 struct EventEndToEndTests {
-    /// Collects `count` events from a fresh subscriber, acknowledging
-    /// will-become-unavailable when `acknowledge` is set. The iterator is
-    /// made before this returns: an iterator only sees events that arrive
-    /// after it exists, and one made inside the task could miss the lock.
-    private static func collect(
-        _ client: DataProtectionClient, count: Int, acknowledge: Bool
-    ) -> Task<[ProtectionEvent], any Error> {
-        // Handed to the task once and used only there.
-        nonisolated(unsafe) var events = client.events.makeAsyncIterator()
-        return Task {
-            var received: [ProtectionEvent] = []
-            while let event = try await events.next() {
-                received.append(event)
-                if acknowledge, case .willBecomeUnavailable = event.kind { try await client.acknowledge(event) }
-                if received.count == count { break }
-            }
-            return received
-        }
-    }
-
     /// `count` subscribed clients, each collecting 3 events and acknowledging.
     private static func acknowledgingSubscribers(
         _ count: Int, _ daemon: DaemonProcess
@@ -35,7 +15,7 @@ struct EventEndToEndTests {
             let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
             _ = try await client.subscribe()
             clients.append(client)
-            tasks.append(collect(client, count: 3, acknowledge: true))
+            tasks.append(EndToEnd.collect(client, count: 3, acknowledge: true))
         }
         return (clients, tasks)
     }

@@ -6,11 +6,10 @@ import Testing
 /// with the exit codes scripts rely on.
 @Suite("protctl", .serialized)
 struct ProtctlEndToEndTests {
-    static let protctl = CommandRunner.builtProduct("protctl")
+    static let protctl = ProtctlCommand.path
 
-    /// Runs protctl against `daemon`.
     private func run(_ daemon: DaemonProcess, _ arguments: [String], input: String? = nil) throws -> CommandResult {
-        try CommandRunner.run(Self.protctl, ["--socket", daemon.socketPath] + arguments, input: input.map { Array($0.utf8) })
+        try ProtctlCommand.run(daemon, arguments, input: input)
     }
 
     @Test("status, passwd, lock and unlock in human and JSON output")
@@ -130,7 +129,7 @@ struct ProtctlEndToEndTests {
         let content = String(repeating: "x", count: 1 << 20)
         #expect(try run(daemon, ["write", "big"], input: content).status == 0)
         for (arguments, status) in [(["read", "big"], Int32(73)), (["ls"], 0)] {
-            let (process, stdout, stderr) = Self.protctlProcess(daemon, arguments)
+            let (process, stdout, stderr) = ProtctlCommand.process(daemon, arguments)
             try stdout.fileHandleForReading.close()
             try process.run()
             let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -199,7 +198,7 @@ struct ProtctlEndToEndTests {
         try watcher.run()
         // The first JSON line says the watcher is subscribed; the lock must wait for it.
         let reader = output.fileHandleForReading
-        let buffered = Self.readFirstLine(reader)
+        let buffered = ProtctlCommand.readFirstLine(reader)
         let first = buffered.split(separator: UInt8(ascii: "\n")).first.flatMap {
             try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any]
         }
@@ -244,7 +243,7 @@ struct ProtctlEndToEndTests {
         watcher.standardOutput = output
         try watcher.run()
         let reader = output.fileHandleForReading
-        let text = Self.readFirstLine(reader)
+        let text = ProtctlCommand.readFirstLine(reader)
         #expect(String(decoding: text, as: UTF8.self).hasPrefix("watching"))
         #expect(try run(daemon, ["lock"]).status == 0)
         watcher.waitUntilExit()
@@ -304,10 +303,10 @@ struct ProtctlEndToEndTests {
         let daemon = try DaemonProcess(gracePeriodSeconds: 0)
         var watchers: [(process: Process, stdout: Pipe, stderr: Pipe)] = []
         for arguments in [["watch"], ["--json", "watch", "--count", "5"]] {
-            let (watcher, stdout, stderr) = Self.protctlProcess(daemon, arguments)
+            let (watcher, stdout, stderr) = ProtctlCommand.process(daemon, arguments)
             try watcher.run()
             // The first line says the watcher is subscribed.
-            #expect(!Self.readFirstLine(stdout.fileHandleForReading).isEmpty)
+            #expect(!ProtctlCommand.readFirstLine(stdout.fileHandleForReading).isEmpty)
             watchers.append((watcher, stdout, stderr))
         }
         daemon.stop()
@@ -332,28 +331,5 @@ struct ProtctlEndToEndTests {
         let bash = try CommandRunner.run(Self.protctl, ["--generate-completion-script", "bash"])
         #expect(bash.status == 0 && bash.stdout.contains("protctl"))
         #expect(try CommandRunner.run(Self.protctl, ["frobnicate"]).status == 64)
-    }
-
-    /// Reads until the first newline (or end of stream); returns all bytes read.
-    /// protctl on `daemon`'s socket with `arguments`, its output on pipes; not started yet.
-    private static func protctlProcess(_ daemon: DaemonProcess, _ arguments: [String]) -> (Process, stdout: Pipe, stderr: Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: protctl)
-        process.arguments = ["--socket", daemon.socketPath] + arguments
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        return (process, stdout, stderr)
-    }
-
-    private static func readFirstLine(_ reader: FileHandle) -> Data {
-        var buffered = Data()
-        while !buffered.contains(UInt8(ascii: "\n")) {
-            let piece = reader.availableData
-            if piece.isEmpty { break }
-            buffered += piece
-        }
-        return buffered
     }
 }

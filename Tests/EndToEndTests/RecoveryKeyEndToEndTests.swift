@@ -154,7 +154,7 @@ struct RecoveryKeyEndToEndTests {
 
         // Everything that touches the key or the state afterwards, a wrong key included.
         try raw.send(type: 0x1E, id: 4, body: try Self.randomKey().bytes + Self.bytesField(Array("x".utf8)))
-        try raw.send(type: 0x03, id: 5, body: [2, 0, 0, 0, 0])  // lock, waiting
+        try raw.send(type: 0x03, id: 5, body: [2, 0, 0, 0, 0, 1])  // lock, waiting, reason "requested"
         try raw.send(type: 0x1E, id: 6, body: key.bytes + Self.bytesField(Array("second".utf8)))
         try raw.send(type: 0x02, id: 7, body: [])
         try raw.send(type: 0x1D, id: 8, body: [])

@@ -18,6 +18,7 @@ struct LoadingTests {
           file: /tmp/p/device-key
         lock:
           grace-period-seconds: 2.5
+          first-unlock-timeout: 90m
           admin-group: staff
         passcode:
           argon2-operations: 3
@@ -44,7 +45,7 @@ struct LoadingTests {
     static let everyKeyConfiguration = DaemonConfiguration(
         socketPath: "/tmp/p/s.sock", socketMode: 0o600, socketGroup: "wheel",
         stateDirectory: "/tmp/p/state", deviceKeyFile: "/tmp/p/device-key",
-        gracePeriod: .milliseconds(2500), adminGroup: "staff",
+        gracePeriod: .milliseconds(2500), firstUnlockTimeout: .seconds(5400), adminGroup: "staff",
         passcodeCost: Argon2id.Cost(operations: 3, memoryBytes: 16 << 20),
         failedAttemptPolicy: try! FailedAttemptPolicy(delaysInSeconds: [0, 5, 10], eraseAfter: 20),
         segmentSize: 4096, cipher: .xChaCha20Poly1305, logLevel: .warning,
@@ -62,6 +63,7 @@ struct LoadingTests {
         #expect(configuration.stateDirectory == "/var/lib/protd")
         #expect(configuration.deviceKeyFile == nil)
         #expect(configuration.gracePeriod == .seconds(10))
+        #expect(configuration.firstUnlockTimeout == .seconds(72 * 3600))
         #expect(configuration.adminGroup == "protd-admin")
         #expect(configuration.passcodeCost == .interactive)
         #expect(configuration.failedAttemptPolicy == .standard)
@@ -93,7 +95,7 @@ struct LoadingTests {
               "socket": {"path": "/tmp/p/s.sock", "mode": "0600", "group": "wheel"},
               "state": {"directory": "/tmp/p/state"},
               "device-key": {"file": "/tmp/p/device-key"},
-              "lock": {"grace-period-seconds": 2.5, "admin-group": "staff"},
+              "lock": {"grace-period-seconds": 2.5, "first-unlock-timeout": "90m", "admin-group": "staff"},
               "passcode": {
                 "argon2-operations": 3, "argon2-memory-kib": 16384,
                 "failed-attempt-delays": [0, 5, 10], "erase-after-failed-attempts": 20
@@ -147,7 +149,8 @@ struct LoadingTests {
         let configuration = try await load(environment: [
             "PROTD_SOCKET_PATH": "/tmp/p/s.sock", "PROTD_SOCKET_MODE": "0600", "PROTD_SOCKET_GROUP": "wheel",
             "PROTD_STATE_DIRECTORY": "/tmp/p/state", "PROTD_DEVICE_KEY_FILE": "/tmp/p/device-key",
-            "PROTD_LOCK_GRACE_PERIOD_SECONDS": "2.5", "PROTD_LOCK_ADMIN_GROUP": "staff",
+            "PROTD_LOCK_GRACE_PERIOD_SECONDS": "2.5", "PROTD_LOCK_FIRST_UNLOCK_TIMEOUT": "90m",
+            "PROTD_LOCK_ADMIN_GROUP": "staff",
             "PROTD_PASSCODE_ARGON2_OPERATIONS": "3", "PROTD_PASSCODE_ARGON2_MEMORY_KIB": "16384",
             "PROTD_PASSCODE_FAILED_ATTEMPT_DELAYS": "0,5,10", "PROTD_PASSCODE_ERASE_AFTER_FAILED_ATTEMPTS": "20",
             "PROTD_STORAGE_SEGMENT_SIZE": "4096", "PROTD_STORAGE_CIPHER": "xchacha20-poly1305", "PROTD_LOG_LEVEL": "warning",
@@ -164,7 +167,7 @@ struct LoadingTests {
         let configuration = try await load([
             "--socket-path", "/tmp/p/s.sock", "--socket-mode", "0600", "--socket-group", "wheel",
             "--state-directory", "/tmp/p/state", "--device-key-file", "/tmp/p/device-key",
-            "--lock-grace-period-seconds", "2.5", "--lock-admin-group", "staff",
+            "--lock-grace-period-seconds", "2.5", "--lock-first-unlock-timeout", "90m", "--lock-admin-group", "staff",
             "--passcode-argon2-operations", "3", "--passcode-argon2-memory-kib", "16384",
             "--passcode-failed-attempt-delays", "0", "5", "10", "--passcode-erase-after-failed-attempts", "20",
             "--storage-segment-size", "4096", "--storage-cipher", "xchacha20-poly1305", "--log-level", "warning",

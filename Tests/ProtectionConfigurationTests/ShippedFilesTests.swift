@@ -16,7 +16,7 @@ struct ShippedFilesTests {
 
     @Test("Config/protd.yaml sets every key, so it documents them all", arguments: [
         "socket.path", "socket.mode", "socket.group", "state.directory", "device-key.file",
-        "lock.grace-period-seconds", "lock.admin-group", "passcode.argon2-operations",
+        "lock.grace-period-seconds", "lock.first-unlock-timeout", "lock.admin-group", "passcode.argon2-operations",
         "passcode.argon2-memory-kib", "passcode.failed-attempt-delays",
         "passcode.erase-after-failed-attempts", "storage.segment-size", "storage.cipher", "log.level",
         "limits.max-frame-bytes", "limits.max-connections", "limits.max-open-handles-per-connection",

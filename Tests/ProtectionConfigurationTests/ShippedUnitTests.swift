@@ -28,12 +28,12 @@ struct ShippedUnitTests {
         #expect(filters[(deny + 1)...].contains { !$0.hasPrefix("SystemCallFilter=~") && $0.contains("setpriority") })
     }
 
-    @Test("the lock-before-sleep unit locks with a short grace before sleep.target, never failing the sleep, and make installs it")
+    @Test("the lock-before-sleep unit locks with a short grace and reason suspend before sleep.target, never failing the sleep, and make installs it")
     func lockBeforeSleep() throws {
         let unit = try settings("protd-lock-before-sleep.service")
         #expect(unit.contains("Before=sleep.target") && unit.contains("WantedBy=sleep.target"))
         #expect(unit.contains("Type=oneshot"))
-        #expect(unit.contains("ExecStart=-/usr/bin/protctl lock --grace 2"))
+        #expect(unit.contains("ExecStart=-/usr/bin/protctl lock --grace 2 --reason suspend"))
         #expect(try repositoryFile("Makefile").contains("protd-lock-before-sleep.service > $(DESTDIR)$(UNITDIR)/"))
         #expect(try repositoryFile("README.md").contains("systemctl enable protd-lock-before-sleep.service"))
     }

@@ -22,10 +22,37 @@ struct ValidationTests {
             """)
     }
 
+    @Test("lock.first-unlock-timeout takes seconds or a number with s, m, h or d; 0 in any form turns it off", arguments: [
+        ("0", nil), ("0h", nil), ("0.0", nil), ("30", 30), ("45s", 45), ("90m", 5400), ("72h", 259_200),
+        ("1.5d", 129_600), ("0.5", 0.5), ("365d", 31_536_000),
+    ] as [(String, Double?)])
+    func firstUnlockTimeout(text: String, seconds: Double?) async throws {
+        let configuration = try await load(["--lock-first-unlock-timeout", text])
+        #expect(configuration.firstUnlockTimeout == seconds.map { .milliseconds(Int64($0 * 1000)) })
+    }
+
+    @Test("a bad lock.first-unlock-timeout is refused with the exact message")
+    func badFirstUnlockTimeout() async throws {
+        let error = try #require(await loadError(environment: ["PROTD_LOCK_FIRST_UNLOCK_TIMEOUT": "-5m"]))
+        #expect(error.code == .invalidValue)
+        #expect(error.description == """
+            invalid value for lock.first-unlock-timeout: "-5m" (expected a number of seconds, or a number followed \
+            by s, m, h or d (90m, 72h, 1.5d), from 0 (off) to 365d), given by PROTD_LOCK_FIRST_UNLOCK_TIMEOUT
+            """)
+    }
+
     @Test("each bad value names its key and what is allowed", arguments: [
         BadValue(key: "lock.grace-period-seconds", flag: "--lock-grace-period-seconds", value: "soon"),
         BadValue(key: "lock.grace-period-seconds", flag: "--lock-grace-period-seconds", value: "nan"),
         BadValue(key: "lock.grace-period-seconds", flag: "--lock-grace-period-seconds", value: "100000"),
+        BadValue(key: "lock.first-unlock-timeout", flag: "--lock-first-unlock-timeout", value: "soon"),
+        BadValue(key: "lock.first-unlock-timeout", flag: "--lock-first-unlock-timeout", value: "72 h"),
+        BadValue(key: "lock.first-unlock-timeout", flag: "--lock-first-unlock-timeout", value: "72w"),
+        BadValue(key: "lock.first-unlock-timeout", flag: "--lock-first-unlock-timeout", value: "h"),
+        BadValue(key: "lock.first-unlock-timeout", flag: "--lock-first-unlock-timeout", value: "366d"),
+        BadValue(key: "lock.first-unlock-timeout", flag: "--lock-first-unlock-timeout", value: "nan"),
+        BadValue(key: "lock.first-unlock-timeout", flag: "--lock-first-unlock-timeout", value: "1e3"),
+        BadValue(key: "lock.first-unlock-timeout", flag: "--lock-first-unlock-timeout", value: ""),
         BadValue(key: "socket.mode", flag: "--socket-mode", value: "0999"),
         BadValue(key: "socket.mode", flag: "--socket-mode", value: "rw-rw----"),
         BadValue(key: "socket.mode", flag: "--socket-mode", value: "01777"),

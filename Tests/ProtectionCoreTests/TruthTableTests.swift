@@ -8,13 +8,13 @@ import Testing
 @Suite("The protection truth table across lock states")
 struct TruthTableTests {
     enum Phase: String, CaseIterable, CustomStringConvertible {
-        case beforeFirstUnlock, unlocked, locking, locked, afterRestart
+        case beforeFirstUnlock, unlocked, locking, locked, afterRestart, afterFirstUnlockTimeout
         var description: String { rawValue }
     }
 
     /// What the model allows, per phase: R, N, O.
     static func expected(_ protection: ProtectionClass, _ phase: Phase) -> (read: Bool, create: Bool, openHandle: Bool) {
-        let unavailableState = phase == .beforeFirstUnlock || phase == .afterRestart
+        let unavailableState = phase == .beforeFirstUnlock || phase == .afterRestart || phase == .afterFirstUnlockTimeout
         switch protection {
         case .none: return (true, true, true)
         case .completeUntilFirstUserAuthentication:
@@ -23,7 +23,8 @@ struct TruthTableTests {
             switch phase {
             case .beforeFirstUnlock, .afterRestart: return (false, true, false)
             case .unlocked, .locking: return (true, true, true)
-            case .locked: return (false, true, true)
+            // Handles opened earlier hold their file key, as after a lock.
+            case .locked, .afterFirstUnlockTimeout: return (false, true, true)
             }
         case .complete:
             return phase == .unlocked || phase == .locking ? (true, true, true) : (false, false, false)
@@ -31,10 +32,11 @@ struct TruthTableTests {
     }
 
     private static let passcode = "1234-abcd"
+    private static let firstUnlockTimeout = Duration.seconds(72 * 3600)
 
     /// A store with a passcode holding one file per class, written while unlocked.
     private func preparedStore() throws -> StoreFixture {
-        let fixture = try StoreFixture(segmentSize: 1024)
+        let fixture = try StoreFixture(segmentSize: 1024, firstUnlockTimeout: Self.firstUnlockTimeout)
         try fixture.setPasscodeAndRestart(Self.passcode)
         _ = try fixture.store.unlock(passcode: StoreFixture.secret(Self.passcode))
         for protection in ProtectionClass.allCases {
@@ -61,9 +63,13 @@ struct TruthTableTests {
         case .afterRestart:
             _ = try fixture.store.requestLock(grace: .zero, now: t0)
             try fixture.restart()
+        case .afterFirstUnlockTimeout:
+            // The unlock was at the boot clock's now: the timeout has passed later.
+            let progress = fixture.store.firstUnlockTimeoutPassed(at: .now + Self.firstUnlockTimeout, grace: .zero, now: t0)
+            #expect(progress.events.map(\.reason) == [.inactivity, .inactivity])
         }
         let expectedState: LockState = switch phase {
-        case .beforeFirstUnlock, .afterRestart: .beforeFirstUnlock
+        case .beforeFirstUnlock, .afterRestart, .afterFirstUnlockTimeout: .beforeFirstUnlock
         case .unlocked: .unlocked
         case .locking: .locking
         case .locked: .locked

@@ -1,4 +1,5 @@
 @testable import ProtectionDaemon
+import ProtectionCore
 import ProtectionWire
 import Testing
 
@@ -46,7 +47,7 @@ struct ConnectionSlotsTests {
     @Test("a kept slot serves administration only")
     func keptSlotServesAdministration() {
         #expect(ConnectionSlots.servesOnKeptSlot(.status))
-        #expect(ConnectionSlots.servesOnKeptSlot(.lock(graceMilliseconds: nil, waitUntilLocked: true)))
+        #expect(ConnectionSlots.servesOnKeptSlot(.lock(graceMilliseconds: nil, waitUntilLocked: true, reason: .requested)))
         #expect(ConnectionSlots.servesOnKeptSlot(.unlock(passcode: [1])))
         #expect(!ConnectionSlots.servesOnKeptSlot(.list(prefix: "")))
         #expect(!ConnectionSlots.servesOnKeptSlot(.subscribe))

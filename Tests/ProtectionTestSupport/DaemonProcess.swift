@@ -34,7 +34,10 @@ public final class DaemonProcess: @unchecked Sendable {
     /// `extraConfig` is appended to the YAML (e.g. "lock:\n  grace-period-seconds: 0\n").
     /// `argon2` is the passcode cost (operations, KiB); the default is
     /// libsodium's cheapest, which is real Argon2id but fast for tests.
-    public init(gracePeriodSeconds: Double = 10, socketMode: String = "0660", extraConfig: String = "",
+    /// `firstUnlockTimeout` is `lock.first-unlock-timeout` ("3", "1h", "0");
+    /// nil leaves protd's default (72h).
+    public init(gracePeriodSeconds: Double = 10, firstUnlockTimeout: String? = nil, socketMode: String = "0660",
+                extraConfig: String = "",
                 extraArguments: [String] = [], environment: [String: String] = [:],
                 argon2: (operations: Int, memoryKiB: Int) = (1, 8), logLevel: String = "debug",
                 parentDirectory: String? = nil, socketFromEnvironment: Bool = false) throws {
@@ -47,13 +50,14 @@ public final class DaemonProcess: @unchecked Sendable {
         // With `socketFromEnvironment` the path reaches protd as
         // PROTD_SOCKET, the variable the client library reads too.
         let pathLine = socketFromEnvironment ? "" : "\n  path: \(socketPath)"
+        let timeoutLine = firstUnlockTimeout.map { "\n  first-unlock-timeout: \($0)" } ?? ""
         let yaml = """
             socket:\(pathLine)
               mode: "\(socketMode)"
             state:
               directory: \(stateDirectory)
             lock:
-              grace-period-seconds: \(gracePeriodSeconds)
+              grace-period-seconds: \(gracePeriodSeconds)\(timeoutLine)
               admin-group: root
             passcode:
               argon2-operations: \(argon2.operations)

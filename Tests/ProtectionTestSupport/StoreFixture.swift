@@ -28,13 +28,14 @@ public final class StoreFixture: @unchecked Sendable {
     public static func segmentOverhead(_ cipher: ContentCipher) -> Int { cipher == .aegis256 ? 64 : 40 }
 
     /// Opens a fresh store; `segmentSize` defaults to the format's 64 KiB
-    /// and `cipher` to the fastest this CPU runs.
+    /// and `cipher` to the fastest this CPU runs; no first-unlock timeout.
     public init(segmentSize: Int = 64 * 1024, policy: FailedAttemptPolicy = .standard,
-                cipher: ContentCipher = .preferred) throws {
+                cipher: ContentCipher = .preferred, firstUnlockTimeout: Duration? = nil) throws {
         directory = try TemporaryDirectory("store")
         clock = ManualWallClock()
         configuration = StoreConfiguration(stateDirectory: directory.path, passcodeCost: .minimum,
-                                           failedAttemptPolicy: policy, segmentSize: segmentSize, cipher: cipher)
+                                           failedAttemptPolicy: policy, segmentSize: segmentSize, cipher: cipher,
+                                           firstUnlockTimeout: firstUnlockTimeout)
         store = try ProtectedStore(configuration: configuration, clock: clock)
     }
 

@@ -178,8 +178,8 @@ struct MessageCodecTests {
     static let requests: [Request] = [
         .hello(minimumVersion: 1, maximumVersion: 3, client: "tests"),
         .status, .erase, .writeEnd, .writeAbort, .subscribe,
-        .lock(graceMilliseconds: nil, waitUntilLocked: false),
-        .lock(graceMilliseconds: 0, waitUntilLocked: true),
+        .lock(graceMilliseconds: nil, waitUntilLocked: false, reason: .requested),
+        .lock(graceMilliseconds: 0, waitUntilLocked: true, reason: .suspend),
         .unlock(passcode: Array("pässcode".utf8)),
         .loginUnlock(uid: 1001, passcode: Array("pässcode".utf8)),
         .passwd(old: nil, new: [1, 2]), .passwd(old: [3], new: [4]),
@@ -202,7 +202,8 @@ struct MessageCodecTests {
         .helloAccepted(version: 1, maximumFrameLength: 1 << 20, uid: 1000, gid: 1000),
         .status(StatusReport(state: .locking, passcodeSet: true, failedAttempts: 2, retryAfterSeconds: 0,
                              gracePeriodMilliseconds: 10_000, eventSequence: 9, lockDeadlineUnixMilliseconds: 123,
-                             keyMemoryLocked: true)),
+                             keyMemoryLocked: true, firstUnlockTimeoutMilliseconds: 259_200_000,
+                             firstUnlockRemainingMilliseconds: 42)),
         .subscribed(StatusReport(state: .locked, passcodeSet: true, failedAttempts: 0, retryAfterSeconds: 60,
                                  gracePeriodMilliseconds: 0, eventSequence: 1, lockDeadlineUnixMilliseconds: 0,
                                  keyMemoryLocked: false, fault: "the key bag failed authentication")),
@@ -217,7 +218,9 @@ struct MessageCodecTests {
                     WireAttributes(name: "b", protection: .none, size: 2, modificationTime: 3)]),
         .error(WireError(.rateLimited, "wait", retryAfterSeconds: 60)),
         .error(WireError(.notFound, "no such file")),
-        .event(WireEvent(kind: .willBecomeUnavailable, sequence: 3, state: .locking, deadlineUnixMilliseconds: 99)),
+        .event(WireEvent(kind: .willBecomeUnavailable, sequence: 3, state: .locking, deadlineUnixMilliseconds: 99,
+                         reason: .requested)),
+        .event(WireEvent(kind: .didBecomeUnavailable, sequence: 4, state: .beforeFirstUnlock, reason: .inactivity)),
         .event(WireEvent(kind: .didBecomeAvailable, sequence: 4, state: .unlocked, firstUnlock: true)),
         .recoveryKey(Array(repeating: 0xA5, count: 32)),
     ]
@@ -297,7 +300,7 @@ struct MessageCodecTests {
         #expect(Set(Self.responses.map(\.type)) == Set(MessageType.allCases).subtracting(requestTypes))
     }
 
-    @Test("a recovery key is exactly 32 bytes, the status report's byte 39 says whether one is set")
+    @Test("a recovery key is exactly 32 bytes, the status report's byte 55 says whether one is set")
     func recoveryFields() throws {
         let reset = Request.recoveryReset(recoveryKey: Array(1...32), newPasscode: [7]).frame(requestID: 1)
         #expect(Array(reset.body.readableBytesView) == Array(1...32) + [0, 0, 0, 1, 7])
@@ -311,7 +314,40 @@ struct MessageCodecTests {
                                   gracePeriodMilliseconds: 0, eventSequence: 0, lockDeadlineUnixMilliseconds: 0,
                                   keyMemoryLocked: false, recoveryKeySet: true, fault: "f")
         let body = Array(Response.status(report).frame(requestID: 1).body.readableBytesView)
-        #expect(body.count == 40 + 3 && body[38] == 0 && body[39] == 1)
+        #expect(body.count == 56 + 3 && body[38] == 0 && body[39..<55].allSatisfy { $0 == 0 } && body[55] == 1)
+    }
+
+    @Test("a lock's reason byte must name a reason: 0 and unknown bytes are protocol errors; 1 to 4 decode")
+    func lockReasonBytes() throws {
+        for (byte, reason) in [(UInt8(1), LockReason.requested), (2, .inactivity), (3, .suspend), (4, .shutdown)] {
+            let frame = Frame(type: 0x03, requestID: 1, body: ByteBuffer(bytes: [2, 0, 0, 0, 0, byte]))
+            #expect(try Request(frame: frame) == .lock(graceMilliseconds: nil, waitUntilLocked: true, reason: reason))
+        }
+        for byte: UInt8 in [0, 5, 0xFF] {
+            #expect(throws: ProtocolViolation.self) {
+                try Request(frame: Frame(type: 0x03, requestID: 1, body: ByteBuffer(bytes: [0, 0, 0, 0, 0, byte])))
+            }
+        }
+        // A version 2 lock, without the reason byte, is a message cut short.
+        #expect(throws: ProtocolViolation.self) {
+            try Request(frame: Frame(type: 0x03, requestID: 1, body: ByteBuffer(bytes: [0, 0, 0, 0, 0])))
+        }
+    }
+
+    @Test("an event carries a reason exactly when it makes data unavailable; an unknown reason byte is a protocol error")
+    func eventReasonBytes() throws {
+        /// An event body: kind, sequence 1, state unlocked, no deadline, not first, then `reason`.
+        func event(kind: UInt8, reason: UInt8) -> Frame {
+            Frame(type: 0xC0, requestID: 0, body: ByteBuffer(bytes: [kind] + [0, 0, 0, 0, 0, 0, 0, 1] + [2]
+                                                             + [UInt8](repeating: 0, count: 8) + [0, reason]))
+        }
+        #expect(try Response(frame: event(kind: 2, reason: 3))
+                == .event(WireEvent(kind: .didBecomeUnavailable, sequence: 1, state: .unlocked, reason: .suspend)))
+        #expect(try Response(frame: event(kind: 3, reason: 0))
+                == .event(WireEvent(kind: .didBecomeAvailable, sequence: 1, state: .unlocked)))
+        for (kind, reason): (UInt8, UInt8) in [(1, 0), (2, 0), (3, 1), (2, 5)] {
+            #expect(throws: ProtocolViolation.self, "kind \(kind), reason \(reason)") { try Response(frame: event(kind: kind, reason: reason)) }
+        }
     }
 
     @Test("an unknown error code decodes as internalError instead of failing")

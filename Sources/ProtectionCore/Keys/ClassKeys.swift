@@ -27,10 +27,16 @@ struct ClassKeys {
         previous?.evictForLock()
     }
 
+    /// Wipes and drops the class C key (a return to `beforeFirstUnlock`).
+    mutating func evictClassC() {
+        c?.wipe(); c = nil
+        previous?.evictClassC()
+    }
+
     /// Wipes every key (shutdown, erase).
     mutating func wipeAll() {
         evictForLock()
-        c?.wipe(); c = nil
+        evictClassC()
         d.wipe()
         previous?.wipeAll()
         previous = nil
@@ -65,8 +71,12 @@ struct PreviousClassKeys {
         bPrivate?.wipe(); bPrivate = nil
     }
 
+    mutating func evictClassC() {
+        c?.wipe(); c = nil
+    }
+
     mutating func wipeAll() {
         evictForLock()
-        c?.wipe(); c = nil
+        evictClassC()
     }
 }

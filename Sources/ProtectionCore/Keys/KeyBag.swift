@@ -391,6 +391,11 @@ public final class KeyBag {
         keys.evictForLock()
     }
 
+    /// Wipes the class C key (a return to `beforeFirstUnlock`).
+    public func evictClassC() {
+        keys.evictClassC()
+    }
+
     /// Crypto-shredding: replaces every class key with new ones (no
     /// passcode), persists that, and wipes the old keys. Files made under
     /// the old keys can never be read again.

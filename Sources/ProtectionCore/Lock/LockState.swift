@@ -16,9 +16,11 @@ public struct SubscriberID: Hashable, Sendable, Comparable, CustomStringConverti
 public struct ProtectionEvent: Sendable, Equatable {
     /// What happened.
     public enum Kind: Sendable, Equatable {
-        /// A lock started; class A data goes away at `deadline` at the latest.
+        /// A lock started; class A data (and class C data on a return to
+        /// `beforeFirstUnlock`) goes away at `deadline` at the latest.
         case willBecomeUnavailable(deadline: ContinuousClock.Instant)
-        /// The lock completed: class A keys are gone.
+        /// The lock completed: class A keys are gone (and class C's when the
+        /// state is `beforeFirstUnlock`).
         case didBecomeUnavailable
         /// An unlock: protected data is readable again. `firstUnlock` is
         /// true for the first unlock since the daemon started.
@@ -31,11 +33,15 @@ public struct ProtectionEvent: Sendable, Equatable {
     public let sequence: UInt64
     /// The state after the event.
     public let state: LockState
+    /// Why data becomes unavailable: set on `willBecomeUnavailable` and
+    /// `didBecomeUnavailable`, nil on `didBecomeAvailable`.
+    public let reason: LockReason?
 
     /// Makes an event (the state machine does; so do decoders of events).
-    public init(kind: Kind, sequence: UInt64, state: LockState) {
+    public init(kind: Kind, sequence: UInt64, state: LockState, reason: LockReason? = nil) {
         self.kind = kind
         self.sequence = sequence
         self.state = state
+        self.reason = reason
     }
 }

@@ -89,8 +89,9 @@ public final class ProtectedStore: Sendable {
                            cost: configuration.passcodeCost, policy: configuration.failedAttemptPolicy, clock: clock)
             }
         }
-        state = LockedState(State(keyBag: keyBag, machine: LockStateMachine(passcodeSet: keyBag.hasPasscode),
-                                  deviceSecretMigration: migration))
+        let machine = LockStateMachine(passcodeSet: keyBag.hasPasscode,
+                                       firstUnlockTimeout: configuration.firstUnlockTimeout)
+        state = LockedState(State(keyBag: keyBag, machine: machine, deviceSecretMigration: migration))
         self.notify = notify
         self.files = files
         self.configuration = configuration
@@ -125,11 +126,13 @@ public final class ProtectedStore: Sendable {
                         failedAttempts: state.keyBag.failedAttempts, recoveryKeySet: state.keyBag.hasRecoveryKey,
                         secondsUntilNextAttempt: state.keyBag.secondsUntilNextAttempt,
                         lockDeadline: state.machine.deadline, eventSequence: state.machine.sequence,
-                        fault: state.fault)
+                        fault: state.fault, firstUnlockTimeout: configuration.firstUnlockTimeout,
+                        firstUnlockDeadline: state.machine.firstUnlockDeadline)
         }
     }
 
-    /// Unlocks with `passcode` (rate-limited, counted on disk first).
+    /// Unlocks with `passcode` (rate-limited, counted on disk first) at
+    /// `now` on the boot clock, where the first-unlock timeout starts again.
     /// Returns the events to deliver (`didBecomeAvailable`). When the
     /// failure erased everything (erase-after-N), the erase is completed
     /// and its event waits in `takeUndeliveredEvents()`.
@@ -137,11 +140,12 @@ public final class ProtectedStore: Sendable {
     /// one the first passcode started) finishes it before returning.
     /// `counter`: whose failed-attempt count it goes to (`.login` for an
     /// unlock at login, docs/pam.md).
-    public func unlock(passcode: SecretBytes, countedAgainst counter: AttemptCounter = .machine) throws -> [ProtectionEvent] {
+    public func unlock(passcode: SecretBytes, countedAgainst counter: AttemptCounter = .machine,
+                       now: BootInstant = .now) throws -> [ProtectionEvent] {
         let events = try completingErase { state in
             try checkingKeyBag(in: &state) { try $0.unlock(passcode: passcode, countedAgainst: counter) }
             completeDeviceSecretMigration(in: &state, passcode: passcode)
-            return perform(state.machine.unlockSucceeded(), on: &state).events
+            return perform(state.machine.unlockSucceeded(now: now), on: &state).events
         }
         completeHeaderRewraps()
         return events
@@ -151,14 +155,16 @@ public final class ProtectedStore: Sendable {
     /// change rewrites only the key bag. The first passcode replaces the
     /// A, B and C keys, which the device secret alone could reach, and
     /// rewraps every file's key under the new ones before returning
-    /// (`HeaderRewrap`). The lock state does not change. A wrong old
-    /// passcode counts as a failed attempt, erase-after-N included.
-    public func setPasscode(_ new: SecretBytes, old: SecretBytes?) throws {
+    /// (`HeaderRewrap`). The lock state does not change; the first-unlock
+    /// timeout starts again at `now`. A wrong old passcode counts as a
+    /// failed attempt, erase-after-N included.
+    public func setPasscode(_ new: SecretBytes, old: SecretBytes?, now: BootInstant = .now) throws {
         try completingErase { state in
             let first = !state.keyBag.hasPasscode
             try checkingKeyBag(in: &state) { try $0.setPasscode(new, old: old) }
             if first { state.keyUsers.startGeneration() }
             completeDeviceSecretMigration(in: &state, passcode: new)
+            state.machine.passcodeGiven(now: now)
         }
         completeHeaderRewraps()
     }
@@ -183,12 +189,14 @@ public final class ProtectedStore: Sendable {
     }
 
     /// Sets `new` as the passcode with the recovery key (counted as an
-    /// attempt, like an unlock) and unlocks; returns the events to deliver.
-    public func resetPasscode(recoveryKey: SecretBytes, new: SecretBytes) throws -> [ProtectionEvent] {
+    /// attempt, like an unlock) and unlocks at `now` on the boot clock;
+    /// returns the events to deliver.
+    public func resetPasscode(recoveryKey: SecretBytes, new: SecretBytes, now: BootInstant = .now) throws
+        -> [ProtectionEvent] {
         try completingErase { state in
             try checkingKeyBag(in: &state) { try $0.resetPasscode(recoveryKey: recoveryKey, new: new) }
             completeDeviceSecretMigration(in: &state, passcode: new)
-            return perform(state.machine.unlockSucceeded(), on: &state).events
+            return perform(state.machine.unlockSucceeded(now: now), on: &state).events
         }
     }
 
@@ -264,18 +272,43 @@ public final class ProtectedStore: Sendable {
     /// subscriber in `subscribers` acknowledged or `grace` has passed. Throws
     /// `noPasscodeSet` when there is no passcode to unlock with afterwards.
     public func requestLock(
-        grace: Duration, now: ContinuousClock.Instant = .now, subscribers: Set<SubscriberID> = []
+        grace: Duration, now: ContinuousClock.Instant = .now, subscribers: Set<SubscriberID> = [],
+        reason: LockReason = .requested
     ) throws -> LockProgress {
         try state.withLock { state in
             guard state.keyBag.hasPasscode else {
                 throw ProtectionError(.noPasscodeSet, "cannot lock without a passcode; set one with passwd first")
             }
-            switch state.machine.lockRequested(grace: grace, now: now, subscribers: subscribers) {
+            switch state.machine.lockRequested(grace: grace, now: now, subscribers: subscribers, reason: reason) {
             case .alreadyUnavailable:
                 return LockProgress(events: [], pendingDeadline: state.machine.deadline)
             case .accepted(let actions):
                 return perform(actions, on: &state)
             }
+        }
+    }
+
+    /// Starts the return to `beforeFirstUnlock` (`LockStateMachine`): class
+    /// A, B private and C keys go after `grace` or every acknowledgement.
+    /// Nothing happens with no passcode or in `beforeFirstUnlock`.
+    public func returnToBeforeFirstUnlock(
+        reason: LockReason, grace: Duration, now: ContinuousClock.Instant = .now, subscribers: Set<SubscriberID> = []
+    ) -> LockProgress {
+        state.withLock {
+            perform($0.machine.returnToBeforeFirstUnlock(reason: reason, grace: grace, now: now, subscribers: subscribers),
+                    on: &$0)
+        }
+    }
+
+    /// Starts the return to `beforeFirstUnlock` (reason `inactivity`, with
+    /// `grace`) once the first-unlock timeout has passed at `bootNow`.
+    public func firstUnlockTimeoutPassed(
+        at bootNow: BootInstant = .now, grace: Duration, now: ContinuousClock.Instant = .now,
+        subscribers: Set<SubscriberID> = []
+    ) -> LockProgress {
+        state.withLock {
+            perform($0.machine.firstUnlockTimeoutPassed(now: bootNow, grace: grace, lockNow: now, subscribers: subscribers),
+                    on: &$0)
         }
     }
 
@@ -395,8 +428,8 @@ public final class ProtectedStore: Sendable {
         pending.quotaCharge = quotaCharge
         pending.keyUse = keyUse
         let registered = state.withLock { state in
-            // A class A write may not start after its key is gone.
-            if protection == .complete && state.keyBag.keys.a == nil { return false }
+            // A class A or C write may not start after its key is gone.
+            if Self.classKeyGone(protection, in: state) { return false }
             state.pendingWrites = state.pendingWrites.filter { $0.value.write != nil }
             state.pendingWrites[ObjectIdentifier(pending)] = WeakPendingWrite(write: pending)
             return true
@@ -404,7 +437,7 @@ public final class ProtectedStore: Sendable {
         guard registered else {
             // Outside the state lock: letting go of its keys takes that lock.
             pending.abort()
-            throw ProtectionError.unavailable(.complete)
+            throw ProtectionError.unavailable(protection)
         }
         return pending
     }
@@ -679,10 +712,21 @@ public final class ProtectedStore: Sendable {
         { identity in state.withLock { $0.openFiles[identity]?.file }?.currentAttributes }
     }
 
+    /// Whether `protection` is A or C and its key is gone: a lock (or a
+    /// return to `beforeFirstUnlock`) completed while a handle or write on
+    /// such a file was being set up.
+    private static func classKeyGone(_ protection: ProtectionClass, in state: State) -> Bool {
+        switch protection {
+        case .complete: state.keyBag.keys.a == nil
+        case .completeUntilFirstUserAuthentication: state.keyBag.keys.c == nil
+        case .completeUnlessOpen, .none: false
+        }
+    }
+
     /// Adds a handle on `shared`, which the caller opened (finding the
     /// file in class `protection`) and still uses. Done under the state
-    /// lock, re-checking that a class A key is still present, so no class
-    /// A handle can slip past a lock that completed while it was being
+    /// lock, re-checking that a class A or C key is still present, so no
+    /// such handle can slip past a lock that completed while it was being
     /// opened; a lock or erase that invalidated `shared` meanwhile removed
     /// its entry. `shared`'s own lock is not taken here: a long call on the
     /// file must not hold up the store.
@@ -692,8 +736,8 @@ public final class ProtectedStore: Sendable {
             guard var entry = state.openFiles[shared.identity], entry.file === shared else {
                 throw ProtectionError.closedWhileOpening(name)
             }
-            if protection == .complete && state.keyBag.keys.a == nil {
-                throw ProtectionError.unavailable(.complete)
+            if Self.classKeyGone(protection, in: state) {
+                throw ProtectionError.unavailable(protection)
             }
             let id = state.nextHandleID
             state.nextHandleID += 1
@@ -749,9 +793,11 @@ public final class ProtectedStore: Sendable {
             case .emit(let event): events.append(event)
             case .scheduleDeadline(let instant): deadline = instant
             case .invalidateClassAHandles: invalidateHandles(in: &state) { $0 == .complete }
+            case .invalidateClassCHandles: invalidateHandles(in: &state) { $0 == .completeUntilFirstUserAuthentication }
             case .evictClassKeys: state.keyBag.evictForLock()
+            case .evictClassCKey: state.keyBag.evictClassC()
             }
         }
-        return LockProgress(events: events, pendingDeadline: state.machine.state == .locking ? deadline ?? state.machine.deadline : nil)
+        return LockProgress(events: events, pendingDeadline: deadline ?? state.machine.deadline)
     }
 }

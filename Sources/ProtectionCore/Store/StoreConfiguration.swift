@@ -20,6 +20,9 @@ public struct StoreConfiguration: Sendable {
     public var cipher: ContentCipher
     /// Storage limits per namespace; none by default.
     public var quota: StorageQuota
+    /// How long after the passcode was last given the store returns to
+    /// `beforeFirstUnlock` (`LockStateMachine`); nil (the default) = never.
+    public var firstUnlockTimeout: Duration?
 
     /// A configuration with protd's defaults: device secret in
     /// `stateDirectory/device-key`, interactive Argon2id cost, the standard
@@ -33,7 +36,8 @@ public struct StoreConfiguration: Sendable {
         failedAttemptPolicy: FailedAttemptPolicy = .standard,
         segmentSize: Int = 64 * 1024,
         cipher: ContentCipher = .preferred,
-        quota: StorageQuota = StorageQuota()
+        quota: StorageQuota = StorageQuota(),
+        firstUnlockTimeout: Duration? = nil
     ) {
         self.stateDirectory = stateDirectory
         self.deviceSecret = deviceSecret ?? .file(path: stateDirectory + "/device-key")
@@ -43,6 +47,7 @@ public struct StoreConfiguration: Sendable {
         self.segmentSize = segmentSize
         self.cipher = cipher
         self.quota = quota
+        self.firstUnlockTimeout = firstUnlockTimeout
     }
 }
 
@@ -64,6 +69,10 @@ public struct StoreStatus: Sendable, Equatable {
     public let eventSequence: UInt64
     /// Why no key is used any more (an unlock found the key bag altered), or nil.
     public let fault: String?
+    /// The configured first-unlock timeout; nil = off.
+    public let firstUnlockTimeout: Duration?
+    /// When the first-unlock timeout passes, on the boot clock; nil while it does not run.
+    public let firstUnlockDeadline: BootInstant?
 }
 
 /// What a lock request or a lock-related event led to.

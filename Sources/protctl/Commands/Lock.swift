@@ -1,7 +1,7 @@
 import ArgumentParser
 import DataProtection
 
-/// `protctl lock [--grace SECONDS] [--no-wait]`.
+/// `protctl lock [--grace SECONDS] [--reason requested|suspend] [--no-wait]`.
 struct Lock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Lock: wipe the complete (class A) key and the completeUnlessOpen (class B) private key after the grace period.",
@@ -12,6 +12,9 @@ struct Lock: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds subscribers get to close complete (class A) files (default: the daemon's; 0 = now).",
                                valueName: "seconds"))
     var grace: Double?
+
+    @Option(help: "Why, as the lock's events say: requested, or suspend (the system is going to sleep).")
+    var reason: LockReasonArgument = .init(.requested)
 
     @Flag(help: "Return as soon as the lock has started.")
     var noWait = false
@@ -25,7 +28,8 @@ struct Lock: AsyncParsableCommand {
 
     func run() async throws {
         try await CommandContext(root).run { client in
-            try await client.lock(grace: grace.map { .milliseconds(Int64($0 * 1000)) }, waitUntilLocked: !noWait)
+            try await client.lock(grace: grace.map { .milliseconds(Int64($0 * 1000)) }, waitUntilLocked: !noWait,
+                                  reason: reason.value)
             let state = try await client.status().state
             if root.json { Output.json(["state": state.rawValue]) } else { Output.line("state: \(state)") }
         }

@@ -7,7 +7,8 @@ struct Watch: AsyncParsableCommand {
         abstract: "Print lock events as they arrive (JSON lines with --json).",
         discussion: """
             The first line says the watcher is subscribed (with --json: {"subscribed": true, "state": ..., \
-            "eventSequence": ...}); then one line per event. --count counts events only. \
+            "eventSequence": ...}); then one line per event, with its reason (requested, inactivity, suspend, \
+            shutdown) when data becomes unavailable. --count counts events only. \
             If the daemon goes away first, watch says so on stderr and exits 69.
             """)
 
@@ -57,10 +58,11 @@ struct Watch: AsyncParsableCommand {
             fields["firstUnlock"] = first
         }
         fields["event"] = name
+        if let reason = event.reason { fields["reason"] = reason.rawValue }
         if root.json {
             Output.json(fields)
         } else {
-            Output.line("\(event.sequence) \(name) state=\(event.state)")
+            Output.line("\(event.sequence) \(name) state=\(event.state)" + (event.reason.map { " reason=\($0)" } ?? ""))
         }
     }
 }

@@ -14,7 +14,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     case invalidName(String)
     /// Stored data failed authentication: tampered with, truncated or corrupt.
     case integrityFailure(String)
-    /// The passcode (or recovery key) is wrong; `retryAfter` is set when the next attempt must wait.
+    /// The passcode or recovery key is wrong; `retryAfter` is set when the next attempt must wait.
     case wrongPasscode(String, retryAfter: Duration?)
     /// Too many failed attempts: the next unlock is allowed after `retryAfter`.
     case rateLimited(retryAfter: Duration, message: String)
@@ -195,9 +195,9 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
             "The stored data failed its integrity check and was not returned; restore the file from a backup."
         case .wrongPasscode(_, let retryAfter):
             if let retryAfter {
-                "The passcode (or recovery key) is wrong; try again after \(Self.format(retryAfter))."
+                "The passcode or recovery key is wrong; try again after \(Self.format(retryAfter))."
             } else {
-                "The passcode (or recovery key) is wrong; check it and try again."
+                "The passcode or recovery key is wrong; check it and try again."
             }
         case .rateLimited(let retryAfter, _):
             "Too many failed unlock attempts; wait \(Self.format(retryAfter)) before trying again."

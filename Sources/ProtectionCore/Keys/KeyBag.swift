@@ -572,7 +572,9 @@ public final class KeyBag {
         }
         let wait = policy.delay(afterFailures: failures)
         // The wait travels as retryAfterSeconds; clients say it in their own words.
-        throw ProtectionError(.wrongPasscode, "wrong \(what): \(failures) consecutive failed attempts\(counter.whose)",
+        // The passcode is what a wrong-passcode error is about unless said otherwise.
+        let which = what == "passcode" ? "" : "wrong \(what): "
+        throw ProtectionError(.wrongPasscode, "\(which)\(failures) consecutive failed attempts\(counter.whose)",
                               retryAfterSeconds: wait > 0 ? wait : nil)
     }
 

@@ -199,12 +199,16 @@ final class Connection {
             try await context.lockController.unlock(passcode: secret, by: peer)
             return .ok
         case .loginUnlock(let uid, let passcode):
-            // A PAM stack running as root speaks for any login; anyone else only for their own.
+            // A PAM stack running as root speaks for any login, counted per
+            // user; anyone else only for their own, counted as any unlock
+            // (else every socket user would have a count of their own, free
+            // of erase-after-N).
             guard peer.uid == 0 || peer.uid == uid else {
                 throw WireError.permissionDenied("only root may unlock at another user's login")
             }
             let secret = try Self.secret(passcode, field: "passcode")
-            try await context.lockController.unlock(passcode: secret, countedAgainst: .login(uid: uid), by: peer)
+            let counter: AttemptCounter = peer.uid == 0 ? .login(uid: uid) : .machine
+            try await context.lockController.unlock(passcode: secret, countedAgainst: counter, by: peer)
             return .ok
         case .passwd(let old, let new):
             guard context.authorization.mayChangePasscode(peer) else {

@@ -90,6 +90,8 @@ public actor LockController {
     /// Sets or changes the passcode (already authorised).
     func changePasscode(_ new: SecretBytes, old: SecretBytes?, by peer: PeerCredentials) throws {
         try audited(.passwd, by: peer) { try store.setPasscode(new, old: old) }
+        // A first passcode (or a change) starts the first-unlock timeout.
+        setAlarms()
     }
 
     /// Makes a recovery key, given the passcode (already authorised;

@@ -133,4 +133,18 @@ struct FirstUnlockTimeoutEndToEndTests {
         #expect(try ProtctlCommand.run(off, ["--json", "status"]).json?["firstUnlockTimeoutSeconds"] is NSNull)
         #expect(try ProtctlCommand.run(off, ["status"]).stdout.contains("first-unlock timeout: off\n"))
     }
+
+    @Test("the first passcode set on a running daemon starts the first-unlock timeout")
+    func firstPasscodeStartsTheTimeout() async throws {
+        let daemon = try DaemonProcess(gracePeriodSeconds: 0, firstUnlockTimeout: "2")
+        let passwd = try ProtctlCommand.run(daemon, ["passwd", "--stdin"], input: "first passcode")
+        #expect(passwd.status == 0, "\(passwd.stderr)")
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await client.status().state != .beforeFirstUnlock, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await client.status().state == .beforeFirstUnlock)
+        await client.close()
+    }
 }

@@ -266,6 +266,15 @@ struct OperationsEndToEndTests {
             ], input: Array("login-passcode\n".utf8), environment: ["PAM_USER": "root"])
             #expect(claim.status == 77, "\(claim.stderr)")
             #expect(claim.stderr.contains("only root may unlock at another user's login"), "\(claim.stderr)")
+            // Anyone but root unlocking at their own login counts against the machine (erase-after-N holds).
+            try await client.lock(grace: .zero)
+            let nobody = "\(getpwnam("nobody").pointee.pw_uid)"
+            let own = try CommandRunner.run("/usr/bin/setpriv", [
+                "--reuid=\(nobody)", "--regid=\(nobody)", "--groups=0", Self.protctl, "--socket", daemon.socketPath,
+                "unlock", "--stdin", "--pam",
+            ], input: Array("a wrong one\n".utf8), environment: ["PAM_USER": "nobody"])
+            #expect(own.status == 77, "\(own.stderr)")
+            #expect(try await client.status().failedAttempts == 1)
         }
     }
 

@@ -174,4 +174,33 @@ struct FirstPasscodeKeysTests {
         }
         #expect(crashes >= 10, "the first passcode was interrupted at each of its I/O calls (\(crashes))")
     }
+
+    @Test("a write that took the old keys and commits while the rewrap runs keeps the previous keys until the next unlock")
+    func writeCommitsDuringRewrap() throws {
+        let fixture = try StoreFixture()
+        for index in 0..<2000 {
+            try fixture.store.write([1], to: fixture.name("f\(index)"), in: fixture.namespace,
+                                    protection: .completeUntilFirstUserAuthentication)
+        }
+        let pending = try fixture.store.beginWrite(to: fixture.name("late"), in: fixture.namespace,
+                                                   protection: .completeUntilFirstUserAuthentication)
+        try pending.append(Array("late content".utf8))
+        let store = fixture.store
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? store.setPasscode(StoreFixture.secret("first passcode"), old: nil)
+            done.signal()
+        }
+        // The key bag holds the previous keys: the rewrap is running.
+        while (try? Data(contentsOf: URL(fileURLWithPath: keyBagPath(fixture))).count) != KeyBagRecord.withPreviousByteCount {
+            usleep(200)
+        }
+        try pending.commit()
+        done.wait()
+        #expect(try fixture.store.read(fixture.name("late"), in: fixture.namespace) == Array("late content".utf8))
+        try fixture.restart()
+        _ = try fixture.store.unlock(passcode: StoreFixture.secret(passcode))
+        #expect(try fixture.store.read(fixture.name("late"), in: fixture.namespace) == Array("late content".utf8))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keyBagPath(fixture))).count == KeyBagRecord.baseByteCount)
+    }
 }

@@ -147,4 +147,16 @@ struct KeyBagIntegrityTests {
         #expect(fixture.store.status.fault?.contains("rewritten while protd ran") == true)
         #expect(fixture.store.lockState == .beforeFirstUnlock)
     }
+
+    @Test("a successful passcode change leaves the failed-attempt count at 0")
+    func changeResetsCount() throws {
+        let fixture = try StoreFixture()
+        try fixture.setPasscodeAndRestart(passcode)
+        for _ in 0..<3 { _ = try? fixture.store.unlock(passcode: StoreFixture.secret("wrong")) }
+        #expect(fixture.store.status.failedAttempts == 3)
+        try fixture.store.setPasscode(StoreFixture.secret("new"), old: StoreFixture.secret(passcode))
+        #expect(fixture.store.status.failedAttempts == 0)
+        try fixture.restart()
+        #expect(fixture.store.status.failedAttempts == 0)
+    }
 }

@@ -170,6 +170,9 @@ public final class KeyBag {
             }
             let unwrapped = try verify(old)
             defer { unwrapped.current.wipe(); unwrapped.previous?.wipe() }
+            // The verify just reset the count: keep that, not the count from before it.
+            updated.failedAttempts = record.failedAttempts
+            updated.lastAttemptAt = record.lastAttemptAt
             try Self.wrap(unwrapped.current, under: passcodeKey, into: &updated)
             try Self.wrap(previous: unwrapped.previous, under: passcodeKey, into: &updated)
             try wrapClassD(into: &updated, key: deviceKeys.classD)
@@ -554,7 +557,16 @@ public final class KeyBag {
     /// reads whatever is on disk: only storage the device secret cannot
     /// rewrite (a TPM counter) could tell then (docs/SECURITY.md).
     private func checkUnchangedOnDisk() throws {
-        let onDisk = try? Posix.readFile(path)
+        let onDisk: [UInt8]
+        do {
+            onDisk = try Posix.readFile(path)
+        } catch let error as ProtectionError where error.code != .notFound {
+            // Not being able to look (out of descriptors, say) is no sign of tampering.
+            throw ProtectionError(.ioFailure, "the key bag could not be read, so the attempt was not counted: "
+                                  + error.message)
+        } catch {
+            onDisk = []
+        }
         guard onDisk == written else {
             throw ProtectionError(.keyBagCorrupt, "the key bag on disk is not the one protd wrote: it was replaced or "
                                   + "rewritten while protd ran (its failed-attempt record reset, say)")
@@ -586,7 +598,13 @@ public final class KeyBag {
 
     private func persist(_ updated: KeyBagRecord? = nil, macKey: SecretBytes? = nil) throws {
         let bytes = try (updated ?? record).encode(macKey: macKey ?? deviceKeys.recordMAC)
-        try AtomicFileWriter(scratchDirectory: Posix.parentDirectory(of: path)).write(bytes, to: path, durable: true)
+        do {
+            try AtomicFileWriter(scratchDirectory: Posix.parentDirectory(of: path)).write(bytes, to: path, durable: true)
+        } catch {
+            // A failure after the rename (the directory's fsync) left the new bytes in place.
+            if (try? Posix.readFile(path)) == bytes { written = bytes }
+            throw error
+        }
         written = bytes
     }
 

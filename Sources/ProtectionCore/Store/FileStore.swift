@@ -87,9 +87,17 @@ struct FileStore: Sendable {
     /// Every file in `namespace` whose name starts with `prefix`, sorted by
     /// name. Entries that are not protd files are skipped.
     func list(in namespace: Namespace, prefix: String, openFile: OpenFileAttributes) throws -> [FileAttributes] {
+        try names(in: namespace, prefix: prefix).compactMap { name in
+            try? attributes(of: name, in: namespace, openFile: openFile)
+        }
+    }
+
+    /// The names of the regular files in `namespace` starting with
+    /// `prefix`, sorted; entries whose path is no valid name are skipped.
+    func names(in namespace: Namespace, prefix: String) throws -> [FileName] {
         let base = filesDirectory(namespace)
         guard Posix.exists(base) else { return [] }
-        var results: [FileAttributes] = []
+        var results: [FileName] = []
         func walk(_ relative: String) throws {
             let directory = relative.isEmpty ? base : base + "/" + relative
             for entry in try Posix.listDirectory(directory) {
@@ -100,14 +108,13 @@ struct FileStore: Sendable {
                     // Descend only where a match can still be found.
                     if PathBytes.hasPrefix(child, prefix) || PathBytes.hasPrefix(prefix, child + "/") { try walk(child) }
                 } else if (info.st_mode & S_IFMT) == S_IFREG, PathBytes.hasPrefix(child, prefix),
-                          let name = try? FileName(child),
-                          let attributes = try? self.attributes(of: name, in: namespace, openFile: openFile) {
-                    results.append(attributes)
+                          let name = try? FileName(child) {
+                    results.append(name)
                 }
             }
         }
         try walk("")
-        return results.sorted { $0.name < $1.name }
+        return results.sorted()
     }
 
     /// Every namespace with a directory in the store.

@@ -31,12 +31,12 @@ struct HeaderRewrap {
     }
 
     let files: FileStore
-    let openFile: FileStore.OpenFileAttributes
-    /// Whether a header needs rewriting, from its class and version.
-    let needsRewrite: (ProtectionClass) -> Bool
     /// Rewrites one file's header if it needs it; true when it did.
     let rewrap: (FileName, Namespace) throws -> Bool
 
+    /// Opens every file (its header says what it needs). A file that could
+    /// not be opened for any reason but being gone or damaged counts as
+    /// unfinished, so nothing is declared done past a file it skipped.
     func run() -> Outcome {
         var outcome = Outcome()
         let namespaces: [Namespace]
@@ -47,22 +47,22 @@ struct HeaderRewrap {
             return outcome
         }
         for namespace in namespaces {
-            let listed: [FileAttributes]
+            let names: [FileName]
             do {
-                listed = try files.list(in: namespace, prefix: "", openFile: openFile)
+                names = try files.names(in: namespace, prefix: "")
             } catch {
                 outcome.unfinished.append("\(namespace): \(error)")
                 continue
             }
-            for file in listed where needsRewrite(file.protection) {
+            for name in names {
                 do {
-                    if try rewrap(file.name, namespace) { outcome.rewrapped += 1 }
+                    if try rewrap(name, namespace) { outcome.rewrapped += 1 }
                 } catch let error as ProtectionError where error.code == .notFound {
                     continue  // deleted meanwhile
                 } catch let error as ProtectionError where error.code == .integrityFailure {
-                    outcome.damaged.append("\(namespace) \(file.name)")
+                    outcome.damaged.append("\(namespace) \(name)")
                 } catch {
-                    outcome.unfinished.append("\(namespace) \(file.name): \(error)")
+                    outcome.unfinished.append("\(namespace) \(name): \(error)")
                 }
             }
         }

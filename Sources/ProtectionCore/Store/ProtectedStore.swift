@@ -222,10 +222,15 @@ public final class ProtectedStore: Sendable {
     /// are bound to their names and owners, after which version 1 is
     /// refused. What is left waits for the next unlock.
     private func completeHeaderRewraps() {
-        let (rotation, binding) = state.withLock { ($0.keyBag.rotationPending, !$0.keyBag.filesBound) }
+        // An operation that took the old keys and was still running when
+        // the walk began may name its file behind the walk, even if it has
+        // ended by the time the walk does: only a walk that began with none
+        // running may drop the previous keys.
+        let (rotation, binding, oldKeysInUse) = state.withLock {
+            ($0.keyBag.rotationPending, !$0.keyBag.filesBound, $0.keyUsers.olderGenerationInUse)
+        }
         guard rotation || binding else { return }
-        let outcome = HeaderRewrap(files: files, openFile: openFileAttributes,
-                                   needsRewrite: { binding || (rotation && $0 != .none) }) { name, namespace in
+        let outcome = HeaderRewrap(files: files) { name, namespace in
             let keys = try self.currentKeys()
             let flush = try self.withOpenFile(name, in: namespace) { file -> FileFlush? in
                 guard file.header.version == 1 || (rotation && file.header.protection != .none) else { return nil }
@@ -238,7 +243,11 @@ public final class ProtectedStore: Sendable {
             var finished = outcome.unfinished.isEmpty
             do {
                 if finished && state.keyBag.rotationPending {
-                    if state.keyUsers.olderGenerationInUse { finished = false } else { try state.keyBag.finishRotation() }
+                    if oldKeysInUse || state.keyUsers.olderGenerationInUse {
+                        finished = false
+                    } else {
+                        try state.keyBag.finishRotation()
+                    }
                 }
                 if outcome.unfinished.isEmpty { try state.keyBag.markFilesBound() }
             } catch {

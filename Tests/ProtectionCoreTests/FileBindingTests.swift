@@ -53,8 +53,7 @@ struct FileBindingTests {
     /// "files bound" flag, as a state directory of that protd has it.
     private func makeVersionOne(_ fixture: StoreFixture, passcode: String? = nil) throws {
         fixture.store.shutdown()
-        let deviceSecret = try Array(Data(contentsOf: URL(fileURLWithPath: fixture.directory.path + "/device-key")))
-        let secret = try deviceSecret.withUnsafeBytes { try SecretBytes(copying: $0) }
+        let secret = try fixture.deviceSecret()
         let keyBagPath = fixture.directory.path + "/keybag"
         let bag = try KeyBag(path: keyBagPath, deviceSecret: secret, cost: .minimum)
         defer { bag.wipe() }

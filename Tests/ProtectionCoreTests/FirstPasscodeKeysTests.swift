@@ -26,9 +26,8 @@ struct FirstPasscodeKeysTests {
         let offline = try TemporaryDirectory("offline")
         defer { offline.remove() }
         try Data(savedKeyBag).write(to: URL(fileURLWithPath: offline.path + "/keybag"))
-        let deviceSecret = try Data(contentsOf: URL(fileURLWithPath: fixture.directory.path + "/device-key"))
         let bag = try KeyBag(path: offline.path + "/keybag",
-                             deviceSecret: try Array(deviceSecret).withUnsafeBytes { try SecretBytes(copying: $0) },
+                             deviceSecret: try fixture.deviceSecret(),
                              cost: .minimum)
         #expect(!bag.hasPasscode)
         return bag.keys
@@ -93,9 +92,8 @@ struct FirstPasscodeKeysTests {
         let saved = try Array(Data(contentsOf: URL(fileURLWithPath: keyBagPath(fixture))))
         fixture.store.shutdown()
         // What a crash right after the key bag write leaves: the new key bag, no file rewrapped.
-        let deviceSecret = try Data(contentsOf: URL(fileURLWithPath: fixture.directory.path + "/device-key"))
         let bag = try KeyBag(path: keyBagPath(fixture),
-                             deviceSecret: try Array(deviceSecret).withUnsafeBytes { try SecretBytes(copying: $0) },
+                             deviceSecret: try fixture.deviceSecret(),
                              cost: .minimum)
         try bag.setPasscode(StoreFixture.secret(passcode), old: nil)
         #expect(bag.rotationPending)

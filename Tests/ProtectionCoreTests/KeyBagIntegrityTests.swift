@@ -20,8 +20,7 @@ struct KeyBagIntegrityTests {
         let noPasscode: SecretBytes
 
         init(_ fixture: StoreFixture) throws {
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: fixture.directory.path + "/device-key"))
-            secret = try Array(bytes).withUnsafeBytes { try SecretBytes(copying: $0) }
+            secret = try fixture.deviceSecret()
             mac = try KeyedBlake2b.deriveKey(key: secret, parts: [Array("protd.keybag.record-mac.v1".utf8)])
             classD = try KeyedBlake2b.deriveKey(key: secret, parts: [Array("protd.keybag.class-d.v1".utf8)])
             noPasscode = try KeyedBlake2b.deriveKey(key: secret, parts: [Array("protd.keybag.no-passcode.v1".utf8)])

@@ -88,6 +88,11 @@ public final class StoreFixture: @unchecked Sendable {
         }
     }
 
+    /// The store's device secret, read as protd reads it (`<state>/device-key`).
+    public func deviceSecret() throws -> SecretBytes {
+        try DeviceSecret.load(from: .file(path: directory.path + "/device-key"))
+    }
+
     /// Parses a name, failing the test on an invalid one.
     public func name(_ text: String) -> FileName { try! FileName(text) }
 

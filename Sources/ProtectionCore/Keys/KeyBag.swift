@@ -134,19 +134,20 @@ public final class KeyBag {
         let unwrapped = try verify(passcode, countedAgainst: counter)
         // Keys already in memory stay (operations may be using them); only
         // missing ones are installed, and spare copies are wiped.
-        install(unwrapped.current.a, at: \.a)
-        install(unwrapped.current.bPrivate, at: \.bPrivate)
-        install(unwrapped.current.c, at: \.c)
+        install(unwrapped.current, at: \.a, \.bPrivate, \.c)
         if let previous = unwrapped.previous {
             if keys.previous == nil { keys.previous = PreviousClassKeys() }
-            install(previous.a, at: \.previous!.a)
-            install(previous.bPrivate, at: \.previous!.bPrivate)
-            install(previous.c, at: \.previous!.c)
+            install(previous, at: \.previous!.a, \.previous!.bPrivate, \.previous!.c)
         }
     }
 
-    private func install(_ key: SecretBytes, at path: WritableKeyPath<ClassKeys, SecretBytes?>) {
-        if keys[keyPath: path] == nil { keys[keyPath: path] = key } else { key.wipe() }
+    /// Puts A, B-private and C of `unwrapped` where the key paths say,
+    /// each only where that key is missing; a spare copy is wiped.
+    private func install(_ unwrapped: PasscodeKeys, at a: WritableKeyPath<ClassKeys, SecretBytes?>,
+                         _ bPrivate: WritableKeyPath<ClassKeys, SecretBytes?>, _ c: WritableKeyPath<ClassKeys, SecretBytes?>) {
+        for (key, path) in [(unwrapped.a, a), (unwrapped.bPrivate, bPrivate), (unwrapped.c, c)] {
+            if keys[keyPath: path] == nil { keys[keyPath: path] = key } else { key.wipe() }
+        }
     }
 
     /// Sets the first passcode (`old` is ignored then) or changes it (`old`
@@ -292,9 +293,7 @@ public final class KeyBag {
             throw error
         }
         record = updated
-        install(unwrapped.current.a, at: \.a)
-        install(unwrapped.current.bPrivate, at: \.bPrivate)
-        install(unwrapped.current.c, at: \.c)
+        install(unwrapped.current, at: \.a, \.bPrivate, \.c)
     }
 
     /// The recovery wrapping of `keys`: each wrapped under a key from
@@ -501,7 +500,8 @@ public final class KeyBag {
                                       + "since may be readable by them")
             }
             try onSuccess(&success, unwrapped)
-            try persist(success)
+            // A login attempt's count is in its own file: the key bag changes only on an upgrade.
+            if success != record { try persist(success) }
         } catch {
             unwrapped.current.wipe()
             unwrapped.previous?.wipe()

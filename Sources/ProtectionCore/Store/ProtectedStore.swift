@@ -29,6 +29,11 @@ public final class ProtectedStore: Sendable {
         /// Why the key bag can no longer be trusted, once an unlock found it
         /// altered; no key is used after that (`currentKeys()`).
         var fault: String?
+
+        /// Throws `keyBagCorrupt` once the key bag was found altered.
+        func refuseIfFaulted() throws {
+            if let fault { throw ProtectionError(.keyBagCorrupt, fault) }
+        }
     }
 
     private struct WeakPendingWrite {
@@ -204,7 +209,7 @@ public final class ProtectedStore: Sendable {
     /// bag altered (`keyBagCorrupt`), the store stops using keys and
     /// `status` reports why, until a restart.
     private func checkingKeyBag(in state: inout State, _ body: (KeyBag) throws -> Void) throws {
-        if let fault = state.fault { throw ProtectionError(.keyBagCorrupt, fault) }
+        try state.refuseIfFaulted()
         let keyBag = state.keyBag
         do {
             try ProtectionError.translating { try body(keyBag) }
@@ -641,7 +646,7 @@ public final class ProtectedStore: Sendable {
     /// key bag altered.
     private func currentKeys() throws -> ClassKeys {
         try state.withLock { state in
-            if let fault = state.fault { throw ProtectionError(.keyBagCorrupt, fault) }
+            try state.refuseIfFaulted()
             return state.keyBag.keys
         }
     }
@@ -650,7 +655,7 @@ public final class ProtectedStore: Sendable {
     /// it holds the returned use until its new wrapping has a name.
     private func keysForWrapping() throws -> (ClassKeys, KeyUse) {
         try state.withLock { state in
-            if let fault = state.fault { throw ProtectionError(.keyBagCorrupt, fault) }
+            try state.refuseIfFaulted()
             let generation = state.keyUsers.begin()
             return (state.keyBag.keys, KeyUse { [weak self] in self?.state.withLock { $0.keyUsers.end(generation) } })
         }

@@ -70,7 +70,7 @@ struct CipherAvailabilityEndToEndTests {
         // its tag before the CPU is asked about AES: tampering, not a
         // missing feature.
         daemon.stop()
-        let newPath = daemon.stateDirectory + "/store/\(getuid())/files/new"
+        let newPath = try daemon.diskPath("new")
         let original = try Data(contentsOf: URL(fileURLWithPath: newPath))
         #expect(original[5] == ContentCipher.xChaCha20Poly1305.rawValue)
         for cipher in Self.aesCiphers {
@@ -112,7 +112,7 @@ struct CipherAvailabilityEndToEndTests {
         try await client.file("aegis").write(Array("sealed elsewhere".utf8), protection: .none)
         await client.close()
         daemon.stop()
-        try Self.relabel(daemon.stateDirectory + "/store/\(getuid())/files/aegis", as: .aegis256,
+        try Self.relabel(try daemon.diskPath("aegis"), name: "aegis", as: .aegis256,
                          size: "sealed elsewhere".utf8.count, stateDirectory: daemon.stateDirectory)
 
         try daemon.start()
@@ -132,12 +132,12 @@ struct CipherAvailabilityEndToEndTests {
     /// protd that runs `cipher` would have written it, and the length that
     /// cipher's segments of `size` plaintext bytes take; the segment bytes
     /// stay as they were, since no one gets past the header.
-    private static func relabel(_ path: String, as cipher: ContentCipher, size: Int, stateDirectory: String) throws {
+    private static func relabel(_ path: String, name: String, as cipher: ContentCipher, size: Int, stateDirectory: String) throws {
         let secret = try DeviceSecret.load(from: .file(path: stateDirectory + "/device-key"))
         let keyBag = try KeyBag(path: stateDirectory + "/keybag", deviceSecret: secret)
         defer { keyBag.wipe() }
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let binding = FileBinding(try FileName((path as NSString).lastPathComponent), in: Namespace(uid: getuid()))
+        let binding = FileBinding(try FileName(name), in: Namespace(uid: getuid()))
         let old = try FileHeader.decode(Array(bytes[..<FileHeader.byteCount]), binding: binding)
         let key = try FileKey.generate(cipher: cipher)
         defer { key.wipe() }

@@ -21,19 +21,20 @@ struct FileBindingEndToEndTests {
         let own = try CommandRunner.run("/usr/bin/setpriv", as4242 + ["write", "mine", "--protection", "none"], input: Array("x".utf8))
         #expect(own.status == 0, "\(own.stderr)")
 
-        let files = daemon.stateDirectory + "/store"
-        try FileManager.default.copyItem(atPath: files + "/\(getuid())/files/payroll.csv", toPath: files + "/4242/files/stolen.csv")
-        try FileManager.default.setAttributes([.ownerAccountID: getuid()], ofItemAtPath: files + "/4242/files/stolen.csv")
+        let payroll = try daemon.diskPath("payroll.csv"), stolenPath = try daemon.diskPath("stolen.csv", uid: 4242)
+        let publicPath = try daemon.diskPath("public.csv")
+        try FileManager.default.copyItem(atPath: payroll, toPath: stolenPath)
+        try FileManager.default.setAttributes([.ownerAccountID: getuid()], ofItemAtPath: stolenPath)
         let stolen = try CommandRunner.run("/usr/bin/setpriv", as4242 + ["read", "stolen.csv"])
         #expect(stolen.status != 0)
         #expect(!stolen.stdout.contains("salaries"))
         #expect(stolen.stderr.contains("integrity"), "\(stolen.stderr)")
 
-        try FileManager.default.moveItem(atPath: files + "/\(getuid())/files/payroll.csv", toPath: files + "/\(getuid())/files/public.csv")
+        try FileManager.default.moveItem(atPath: payroll, toPath: publicPath)
         let renamed = try CommandRunner.run(Self.protctl, ["--socket", daemon.socketPath, "read", "public.csv"])
         #expect(renamed.status != 0)
         #expect(renamed.stderr.contains("integrity"), "\(renamed.stderr)")
-        try FileManager.default.moveItem(atPath: files + "/\(getuid())/files/public.csv", toPath: files + "/\(getuid())/files/payroll.csv")
+        try FileManager.default.moveItem(atPath: publicPath, toPath: payroll)
         let back = try CommandRunner.run(Self.protctl, ["--socket", daemon.socketPath, "read", "payroll.csv"])
         #expect(back.stdout == "salaries", "\(back.stderr)")
     }

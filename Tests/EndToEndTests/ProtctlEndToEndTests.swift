@@ -157,7 +157,7 @@ struct ProtctlEndToEndTests {
         #expect(unavailable.stderr.contains("unlock"))
 
         // Flip one content byte of d on disk.
-        let files = daemon.stateDirectory + "/store/\(getuid())/files/d"
+        let files = try daemon.diskPath("d")
         var bytes = try Data(contentsOf: URL(fileURLWithPath: files))
         bytes[bytes.count - 20] ^= 1
         try bytes.write(to: URL(fileURLWithPath: files))

@@ -84,7 +84,7 @@ struct AtomicCreateTests {
                 #expect(listed.isEmpty, "crash point \(crashPoint): nothing is listed")
                 #expect(result.status == 86, "a finished \(operation) left its file")
             }
-            let scratch = (try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/store/1000/tmp")) ?? []
+            let scratch = (try? FileManager.default.contentsOfDirectory(atPath: try StoreLayout(stateDirectory: directory.path, deviceSecret: DeviceSecret.load(from: .file(path: directory.path + "/device-key"))).namespaceDirectory(uid: 1000) + "/tmp")) ?? []
             #expect(scratch.isEmpty, "crash point \(crashPoint): the restart removed \(scratch)")
             if result.status == 0 { break }
             crashes += 1

@@ -10,7 +10,7 @@ import Testing
 struct ContentCipherTests {
     /// The algorithm byte (offset 5) of `name`'s header.
     private func algorithmByte(_ fixture: StoreFixture, _ name: String) throws -> UInt8 {
-        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/\(name)"
+        let path = try fixture.diskPath(name)
         return try Data(contentsOf: URL(fileURLWithPath: path))[5]
     }
 
@@ -54,7 +54,7 @@ struct ContentCipherTests {
     func algorithmSwapDetected(cipher: ContentCipher) throws {
         let fixture = try StoreFixture(segmentSize: 1024, cipher: cipher)
         try fixture.store.write(Array("secret".utf8), to: fixture.name("a"), in: fixture.namespace)
-        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/a"
+        let path = try fixture.diskPath("a")
         let original = try Data(contentsOf: URL(fileURLWithPath: path))
         for other in ContentCipher.allCases.map(\.rawValue) + [0, 4, 255] where other != cipher.rawValue {
             var bytes = original

@@ -11,8 +11,8 @@ import Testing
 struct FileBindingTests {
     private let other = Namespace(uid: 4242)
 
-    private func path(_ fixture: StoreFixture, _ namespace: Namespace, _ name: String) -> String {
-        fixture.directory.path + "/store/\(namespace.uid)/files/\(name)"
+    private func path(_ fixture: StoreFixture, _ namespace: Namespace, _ name: String) throws -> String {
+        try fixture.diskPath(name, uid: namespace.uid)
     }
 
 
@@ -35,16 +35,16 @@ struct FileBindingTests {
         try fixture.writeEveryClass()
         // The other namespace exists once its owner used it.
         try fixture.store.write([1], to: fixture.name("mine"), in: other, protection: .none)
-        let source = path(fixture, fixture.namespace, "\(protection)")
+        let source = try path(fixture, fixture.namespace, "\(protection)")
 
-        try FileManager.default.copyItem(atPath: source, toPath: path(fixture, other, "stolen"))
+        try FileManager.default.copyItem(atPath: source, toPath: try path(fixture, other, "stolen"))
         #expect(integrityFailure(fixture, "stolen", in: other), "copied to uid 4242")
-        try FileManager.default.linkItem(atPath: source, toPath: path(fixture, other, "linked"))
+        try FileManager.default.linkItem(atPath: source, toPath: try path(fixture, other, "linked"))
         #expect(integrityFailure(fixture, "linked", in: other), "linked into uid 4242")
-        try FileManager.default.moveItem(atPath: source, toPath: path(fixture, fixture.namespace, "renamed"))
+        try FileManager.default.moveItem(atPath: source, toPath: try path(fixture, fixture.namespace, "renamed"))
         #expect(integrityFailure(fixture, "renamed", in: fixture.namespace), "renamed on disk")
         // Where it belongs, it reads again.
-        try FileManager.default.moveItem(atPath: path(fixture, fixture.namespace, "renamed"), toPath: source)
+        try FileManager.default.moveItem(atPath: try path(fixture, fixture.namespace, "renamed"), toPath: source)
         #expect(try fixture.store.read(fixture.name("\(protection)"), in: fixture.namespace) == Array("\(protection)".utf8))
     }
 
@@ -60,7 +60,7 @@ struct FileBindingTests {
         if let passcode { try bag.unlock(passcode: StoreFixture.secret(passcode)) }
         for protection in ProtectionClass.allCases {
             let name = fixture.name("\(protection)")
-            let file = path(fixture, fixture.namespace, name.value)
+            let file = try path(fixture, fixture.namespace, name.value)
             let fd = open(file, O_RDWR)
             defer { close(fd) }
             let binding = FileBinding(name, in: fixture.namespace)
@@ -79,7 +79,7 @@ struct FileBindingTests {
 
     private func headerVersions(_ fixture: StoreFixture) throws -> [UInt8] {
         try ProtectionClass.allCases.map {
-            try Data(contentsOf: URL(fileURLWithPath: path(fixture, fixture.namespace, "\($0)")))[4]
+            try Data(contentsOf: URL(fileURLWithPath: try path(fixture, fixture.namespace, "\($0)")))[4]
         }
     }
 
@@ -89,7 +89,7 @@ struct FileBindingTests {
         try fixture.writeEveryClass()
         try makeVersionOne(fixture)
         #expect(try headerVersions(fixture) == [1, 1, 1, 1])
-        let unbound = try Data(contentsOf: URL(fileURLWithPath: path(fixture, fixture.namespace, "none")))
+        let unbound = try Data(contentsOf: URL(fileURLWithPath: try path(fixture, fixture.namespace, "none")))
 
         try fixture.restart()
         #expect(try headerVersions(fixture) == [2, 2, 2, 2])
@@ -97,7 +97,7 @@ struct FileBindingTests {
             #expect(try fixture.store.read(fixture.name("\(protection)"), in: fixture.namespace) == Array("\(protection)".utf8))
         }
         // An unbound copy put back (or planted elsewhere) no longer reads.
-        try unbound.write(to: URL(fileURLWithPath: path(fixture, fixture.namespace, "none")))
+        try unbound.write(to: URL(fileURLWithPath: try path(fixture, fixture.namespace, "none")))
         #expect(integrityFailure(fixture, "none", in: fixture.namespace))
         try fixture.restart()
         #expect(integrityFailure(fixture, "none", in: fixture.namespace), "the flag is kept in the key bag")

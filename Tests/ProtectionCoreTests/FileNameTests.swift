@@ -56,7 +56,7 @@ struct FileNameTests {
         #expect(error?.code == .protectedDataUnavailable)
         _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
         #expect(try fixture.store.read(fixture.name("keep"), in: fixture.namespace) == [1, 2, 3])
-        let scratch = fixture.directory.path + "/store/\(fixture.namespace.uid)/tmp"
+        let scratch = try fixture.scratchDirectory()
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch).isEmpty)
     }
 }

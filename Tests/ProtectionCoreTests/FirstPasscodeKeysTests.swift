@@ -35,7 +35,7 @@ struct FirstPasscodeKeysTests {
 
     /// Whether `keys` unwrap the file key of `name` (read from disk).
     private func opens(_ name: String, with keys: ClassKeys, _ fixture: StoreFixture) throws -> Bool {
-        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/\(name)"
+        let path = try fixture.diskPath(name)
         let fd = open(path, O_RDONLY)
         defer { close(fd) }
         let header = try EncryptedFile.readHeader(fd: fd, path: path, binding: FileBinding(fixture.name(name), in: fixture.namespace))

@@ -25,7 +25,7 @@ struct HandleWriteFootprintTests {
             let name = fixture.name("big")
             let size = HandleWriteFootprintTests.segments * HandleWriteFootprintTests.segment
             try fixture.store.write((0..<size).map(BigFile.byte), to: name, in: fixture.namespace)
-            path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/big"
+            path = try fixture.diskPath("big")
             handle = try fixture.store.open(name, in: fixture.namespace, mode: .existing)
         }
 

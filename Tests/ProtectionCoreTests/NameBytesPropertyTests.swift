@@ -25,7 +25,8 @@ struct NameBytesPropertyTests {
     @Test("every accepted name, written through the store, lands inside the namespace's files directory")
     func acceptedNamesStayInside() throws {
         let fixture = try StoreFixture(segmentSize: 1024)
-        let files = fixture.directory.path + "/store/\(fixture.namespace.uid)/files"
+        let files = try fixture.filesDirectory()
+        let layout = try fixture.layout()
         var random = SeededGenerator(seed: 0x5EED_0F_B17E5)
         var accepted = 0
         for _ in 0..<600 {
@@ -43,7 +44,7 @@ struct NameBytesPropertyTests {
                 continue // a file where a directory is wanted, or the reverse
             }
             // realpath(3) resolves as the kernel does, on bytes; so does the comparison.
-            guard let real = realpath(files + "/" + text, nil) else {
+            guard let real = realpath(try layout.path(of: text, uid: fixture.namespace.uid), nil) else {
                 Issue.record("\(text.unicodeScalars.map { $0.value }) was written but cannot be resolved")
                 continue
             }

@@ -15,9 +15,8 @@ struct NestedNameTests {
         for (index, name) in names.enumerated() {
             #expect(try fixture.store.read(fixture.name(name), in: fixture.namespace) == [UInt8(index)])
         }
-        let files = fixture.directory.path + "/store/\(fixture.namespace.uid)/files"
         for directory in ["a", "a/b", "a/b/c"] {
-            let attributes = try FileManager.default.attributesOfItem(atPath: files + "/" + directory)
+            let attributes = try FileManager.default.attributesOfItem(atPath: try fixture.diskPath(directory))
             #expect(attributes[.type] as? FileAttributeType == .typeDirectory)
             #expect((attributes[.posixPermissions] as? Int) == 0o700, "\(directory)")
         }

@@ -16,7 +16,7 @@ struct RewrapTests {
         let name = fixture.name("doc")
         let content = (0..<5000).map { UInt8(truncatingIfNeeded: $0 * 7) }
         try fixture.store.write(content, to: name, in: fixture.namespace, protection: from)
-        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/doc"
+        let path = try fixture.diskPath("doc")
         let before = try bytes(path)
         try fixture.store.setProtection(to, of: name, in: fixture.namespace)
         let after = try bytes(path)
@@ -57,7 +57,7 @@ struct RewrapTests {
             try fixture.store.write(Array("file \(index)".utf8), to: fixture.name("many/\(index)"), in: fixture.namespace,
                                     protection: ProtectionClass.allCases[index % 4], durable: false)
         }
-        let filesRoot = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/many"
+        let filesRoot = try fixture.diskPath("many")
         func snapshot() throws -> [String: (Data, Date)] {
             var result: [String: (Data, Date)] = [:]
             for entry in try FileManager.default.contentsOfDirectory(atPath: filesRoot) {
@@ -93,13 +93,14 @@ struct RewrapTests {
         _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
         try fixture.store.write([1, 2, 3], to: fixture.name("gone"), in: fixture.namespace, protection: .none)
         let handle = try fixture.store.open(fixture.name("gone"), in: fixture.namespace, mode: .existing)
-        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/gone"
-        let saved = try Data(contentsOf: URL(fileURLWithPath: path))
+        let saved = try Data(contentsOf: URL(fileURLWithPath: try fixture.diskPath("gone")))
         _ = try fixture.store.erase()
         #expect(!handle.isOpen)
         #expect(try fixture.store.list(in: fixture.namespace).isEmpty)
         #expect(!fixture.store.status.passcodeSet)
-        // Even a copy of the old file cannot be read under the new keys.
+        // Even a copy of the old file, put where the new name keys look,
+        // cannot be read under the new keys.
+        let path = try fixture.diskPath("gone")
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
                                                 withIntermediateDirectories: true)
         try saved.write(to: URL(fileURLWithPath: path))

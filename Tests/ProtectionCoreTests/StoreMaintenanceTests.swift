@@ -39,7 +39,7 @@ struct StoreMaintenanceTests {
         try fixture.store.write([1], to: fixture.name("kept"), in: fixture.namespace, protection: .none)
         try fixture.store.write([2], to: fixture.name("other-user"), in: Namespace(uid: 1001), protection: .none)
         let state = fixture.directory.path
-        let scratch = state + "/store/1000/tmp"
+        let scratch = try fixture.scratchDirectory()
         let outside = try TemporaryDirectory("outside")
         defer { outside.remove() }
         plantFile(outside.appending("tmp-" + Self.hex))
@@ -47,7 +47,7 @@ struct StoreMaintenanceTests {
 
         let removed = [
             scratch + "/tmp-" + Self.hex,
-            state + "/store/1001/tmp/tmp-" + String(Self.hex.reversed()),
+            try fixture.scratchDirectory(uid: 1001) + "/tmp-" + String(Self.hex.reversed()),
             state + "/tmp-" + Self.hex,                 // key bag
             state + "/device-key.tmp-" + Self.hex,      // device secret
         ]
@@ -58,7 +58,7 @@ struct StoreMaintenanceTests {
             scratch + "/tmp-" + String(Self.hex.dropLast()),
             scratch + "/notes",
             state + "/keybag.tmp-" + Self.hex,
-            state + "/store/1000/files/tmp-" + Self.hex,  // a name a client chose
+            try fixture.filesDirectory() + "/tmp-" + Self.hex,  // a name a client might choose
         ]
         kept.forEach(plantFile)
         // Never followed or removed: a symlink with a temporary name, a
@@ -103,7 +103,7 @@ struct StoreMaintenanceTests {
         #expect(fixture.store.lockState == .locked)
         try fixture.store.write([1], to: fixture.name("x"), in: fixture.namespace, protection: .none)
         // A tree deeper than PATH_MAX: removing it by path fails.
-        let files = fixture.directory.path + "/store/1000/files"
+        let files = try fixture.filesDirectory()
         try Self.makeDeepTree(in: files)
         defer { Self.removeDeepTree(in: files) }
 

@@ -59,7 +59,7 @@ struct StreamingWriteTests {
     func exactMultiple() throws {
         let fixture = try StoreFixture(segmentSize: 1024)
         try fixture.store.write([UInt8](repeating: 5, count: 2048), to: fixture.name("two"), in: fixture.namespace)
-        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/two"
+        let path = try fixture.diskPath("two")
         let length = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
         #expect(length == 140 + 2 * (1024 + StoreFixture.segmentOverhead(fixture.configuration.cipher)))
         #expect(try fixture.store.read(fixture.name("two"), in: fixture.namespace) == [UInt8](repeating: 5, count: 2048))
@@ -74,7 +74,7 @@ struct StreamingWriteTests {
         try pending.append([UInt8](repeating: 9, count: 5000))
         pending.abort()
         #expect(try fixture.store.read(name, in: fixture.namespace) == [1, 2, 3])
-        let scratch = fixture.directory.path + "/store/\(fixture.namespace.uid)/tmp"
+        let scratch = try fixture.scratchDirectory()
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch).isEmpty)
         #expect(throws: ProtectionError.self) { try pending.commit() }
     }
@@ -93,7 +93,7 @@ struct StreamingWriteTests {
         let error = #expect(throws: ProtectionError.self) { try pending.append([UInt8](repeating: 2, count: count)) }
         #expect(error?.code == .protectedDataUnavailable)
         #expect(try fixture.store.list(in: fixture.namespace).isEmpty)
-        let scratch = fixture.directory.path + "/store/\(fixture.namespace.uid)/tmp"
+        let scratch = try fixture.scratchDirectory()
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch).isEmpty)
     }
 }

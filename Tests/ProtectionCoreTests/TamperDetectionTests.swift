@@ -19,8 +19,7 @@ struct TamperDetectionTests {
         let content = (0..<(Self.segmentSize * 5 / 2)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         try fixture.store.write(content, to: fixture.name("a"), in: fixture.namespace)
         try fixture.store.write(content.reversed(), to: fixture.name("b"), in: fixture.namespace)
-        let base = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/"
-        return (fixture, base + "a", base + "b")
+        return (fixture, try fixture.diskPath("a"), try fixture.diskPath("b"))
     }
 
     private func load(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
@@ -48,7 +47,7 @@ struct TamperDetectionTests {
     func everyByteFlip(cipher: ContentCipher) throws {
         let fixture = try StoreFixture(segmentSize: Self.segmentSize, cipher: cipher)
         try fixture.store.write(Array("small secret".utf8), to: fixture.name("a"), in: fixture.namespace)
-        let path = fixture.directory.path + "/store/\(fixture.namespace.uid)/files/a"
+        let path = try fixture.diskPath("a")
         let original = try load(path)
         #expect(original.count == Self.headerSize + 12 + StoreFixture.segmentOverhead(cipher))
         for index in original.indices {

@@ -1,4 +1,5 @@
 public import Foundation
+internal import ProtectionCore
 
 /// The real `protd` binary, started in a temporary directory with its own
 /// socket, state directory and a cheap (but real) Argon2id cost. Tests talk
@@ -194,4 +195,22 @@ public struct DaemonFailed: Error, CustomStringConvertible {
     /// Why, with the daemon's log.
     public let description: String
     init(_ description: String) { self.description = description }
+}
+
+extension DaemonProcess {
+    /// Where the daemon's store keeps `name` of `uid` (by default the test
+    /// process's) on disk, worked out from its key bag and device secret.
+    public func diskPath(_ name: String, uid: UInt32 = getuid()) throws -> String {
+        try layout().path(of: name, uid: uid)
+    }
+
+    /// The directory of `uid`'s namespace (`<state>/store/<sealed uid>`).
+    public func namespaceDirectory(uid: UInt32 = getuid()) throws -> String {
+        try layout().namespaceDirectory(uid: uid)
+    }
+
+    private func layout() throws -> StoreLayout {
+        let secret = try DeviceSecret.load(from: .file(path: stateDirectory + "/device-key"))
+        return try StoreLayout(stateDirectory: stateDirectory, deviceSecret: secret)
+    }
 }

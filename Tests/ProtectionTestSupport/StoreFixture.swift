@@ -101,3 +101,31 @@ public final class StoreFixture: @unchecked Sendable {
         directory.remove()
     }
 }
+
+extension StoreFixture {
+    /// Where the store keeps `name` of `uid` (by default the fixture's
+    /// namespace) on disk.
+    public func diskPath(_ name: String, uid: UInt32? = nil) throws -> String {
+        try layout().path(of: name, uid: uid ?? namespace.uid)
+    }
+
+    /// `<state>/store/<sealed uid>` of `uid` (by default the fixture's namespace).
+    public func namespaceDirectory(uid: UInt32? = nil) throws -> String {
+        try layout().namespaceDirectory(uid: uid ?? namespace.uid)
+    }
+
+    /// The directory of `uid`'s atomic-write temporary files.
+    public func scratchDirectory(uid: UInt32? = nil) throws -> String {
+        try namespaceDirectory(uid: uid) + "/tmp"
+    }
+
+    /// The top of `uid`'s files.
+    public func filesDirectory(uid: UInt32? = nil) throws -> String {
+        try namespaceDirectory(uid: uid) + "/files"
+    }
+
+    /// The store's on-disk layout, worked out offline (`StoreLayout`).
+    package func layout() throws -> StoreLayout {
+        try StoreLayout(stateDirectory: directory.path, deviceSecret: deviceSecret())
+    }
+}

@@ -23,7 +23,7 @@ struct Checker {
 
     mutating func check(team: inout [Worker], races: RaceBoard) async {
         // (3) No temporary file survives the restart (checked before any request).
-        let scratch = daemon.stateDirectory + "/store/\(getuid())/tmp"
+        let scratch = ((try? daemon.namespaceDirectory()) ?? daemon.stateDirectory + "/store/?") + "/tmp"
         let left = (try? FileManager.default.contentsOfDirectory(atPath: scratch)) ?? []
         if !left.isEmpty { fail(.temporaryLeft, "\(left.count) in \(scratch): \(left.prefix(3).joined(separator: ", "))") }
 

@@ -73,7 +73,7 @@ struct Report {
                too, after the unlock), and its size matches;
             2. a whole-file name holds its last acknowledged state (version and
                class) or that of the request in flight at the kill, never a mix;
-            3. `<state>/store/<uid>/tmp` is empty;
+            3. the namespace's `tmp` directory is empty;
             4. a handle file keeps every synced byte except where a later write
                (acknowledged or in flight) went;
             5. a name whose delete was acknowledged, with no write since, is absent,

@@ -1,56 +1,107 @@
 internal import Glibc
 
-/// Where protected files live on disk: `ROOT/<uid>/files/<name>`, with
-/// `ROOT/<uid>/tmp/` for atomic writes on the same file system. Knows
-/// paths, names and metadata; knows nothing of keys.
+/// Where protected files live on disk: `ROOT/<namespace>/files/<entries>`,
+/// with `ROOT/<namespace>/tmp/` for atomic writes on the same file system.
+/// Namespace and path component names are sealed (`StoreNames`), so the
+/// disk shows neither uids nor names. Knows paths, names and metadata;
+/// knows the name keys but no class key.
 struct FileStore: Sendable {
     /// The store root (`<state>/store`).
     let root: String
-    /// Namespaces whose directories exist already (checking them on every
-    /// operation cost two mkdir calls per path component), as of
+    /// The directories of namespaces that exist already (checking them on
+    /// every operation cost two mkdir calls per path component), as of
     /// `generation`, which every `forgetNamespaces` bumps.
-    private let preparedNamespaces = LockedState<(uids: Set<UInt32>, generation: UInt64)>(([], 0))
+    private let preparedNamespaces = LockedState<(directories: [UInt32: String], generation: UInt64)>(([:], 0))
+    /// The keys that name entries; an erase replaces them.
+    private let currentNames: LockedState<StoreNames>
 
-    init(root: String) {
+    init(root: String, names: StoreNames) {
         self.root = root
+        currentNames = LockedState(names)
     }
 
-    func filesDirectory(_ namespace: Namespace) -> String { "\(root)/\(namespace.uid)/files" }
-    func scratchDirectory(_ namespace: Namespace) -> String { "\(root)/\(namespace.uid)/tmp" }
+    /// The name keys in use.
+    var names: StoreNames { currentNames.withLock { $0 } }
+
+    /// Names entries with `names` from now on (after an erase made new keys).
+    func useNames(_ names: StoreNames) {
+        currentNames.withLock { $0 = names }
+        forgetNamespaces()
+    }
+
+    /// `ROOT/<sealed uid>`, whether or not it exists.
+    func namespaceDirectory(_ namespace: Namespace) throws -> String {
+        if let known = preparedNamespaces.withLock({ $0.directories[namespace.uid] }) { return known }
+        return root + "/" + (try names.namespaceEntry(namespace.uid))
+    }
+
+    /// `namespaceDirectory`, after making it with its `files` and `tmp`.
+    private func preparedNamespaceDirectory(_ namespace: Namespace) throws -> String {
+        let (known, generation) = preparedNamespaces.withLock { ($0.directories[namespace.uid], $0.generation) }
+        if let known { return known }
+        let directory = try namespaceDirectory(namespace)
+        try Posix.makeDirectories(directory + "/tmp")
+        try Posix.makeDirectories(directory + "/files")
+        preparedNamespaces.withLock { prepared in
+            // An erase that removed everything meanwhile may have taken
+            // these directories too: then they are made again next time.
+            if prepared.generation == generation { prepared.directories[namespace.uid] = directory }
+        }
+        return directory
+    }
+
+    /// The directory of `namespace`'s files, whether or not it exists.
+    func filesDirectory(_ namespace: Namespace) throws -> String { try namespaceDirectory(namespace) + "/files" }
 
     /// The path of `name`, after making sure its namespace exists.
     func path(for name: FileName, in namespace: Namespace) throws -> String {
-        let generation = preparedNamespaces.withLock { $0.uids.contains(namespace.uid) ? nil : $0.generation }
-        if let generation {
-            try Posix.makeDirectories(scratchDirectory(namespace))
-            try Posix.makeDirectories(filesDirectory(namespace))
-            preparedNamespaces.withLock { prepared in
-                // An erase that removed everything meanwhile may have taken
-                // these directories too: then they are made again next time.
-                if prepared.generation == generation { prepared.uids.insert(namespace.uid) }
-            }
+        _ = try preparedNamespaceDirectory(namespace)
+        return try location(of: name, in: namespace)
+    }
+
+    /// The path of `name`, whether or not it or its namespace exists.
+    func location(of name: FileName, in namespace: Namespace) throws -> String {
+        try filesDirectory(namespace) + "/" + (try entries(of: name, in: namespace)).map(\.name).joined(separator: "/")
+    }
+
+    /// The entries of `name`'s components, from the top.
+    private func entries(of name: FileName, in namespace: Namespace) throws -> [StoreNames.Entry] {
+        let names = self.names
+        var parent = ""
+        return try PathBytes.components(name.value).map { component in
+            defer { parent = parent.isEmpty ? String(decoding: component, as: UTF8.self) : parent + "/" + String(decoding: component, as: UTF8.self) }
+            return try names.entry(for: component, parent: parent, uid: namespace.uid)
         }
-        return filesDirectory(namespace) + "/" + name.value
     }
 
     /// Forgets which namespaces exist (after everything was removed).
     func forgetNamespaces() {
         preparedNamespaces.withLock { prepared in
-            prepared.uids.removeAll()
+            prepared.directories.removeAll()
             prepared.generation += 1
         }
     }
 
-    /// Like `path(for:in:)`, also creating the name's parent directories.
+    /// Like `path(for:in:)`, also creating the name's parent directories
+    /// and the sidecars of its long components, each sidecar before its
+    /// entry (so no entry is ever without its name).
     func pathCreatingParents(for name: FileName, in namespace: Namespace) throws -> String {
-        let path = try path(for: name, in: namespace)
-        if name.value.utf8.contains(PathBytes.slash) { try Posix.makeDirectories(Posix.parentDirectory(of: path)) }
+        var path = try preparedNamespaceDirectory(namespace) + "/files"
+        let entries = try entries(of: name, in: namespace)
+        for (index, entry) in entries.enumerated() {
+            if let sidecar = entry.sidecar, !Posix.exists(path + "/" + entry.name + StoreNames.sidecarSuffix) {
+                try atomicWriter(for: namespace).write(sidecar, to: path + "/" + entry.name + StoreNames.sidecarSuffix,
+                                                       durable: true)
+            }
+            path += "/" + entry.name
+            if index < entries.count - 1 { try Posix.makeDirectories(path) }
+        }
         return path
     }
 
     /// An atomic writer whose temporary files are in `namespace`'s scratch directory.
-    func atomicWriter(for namespace: Namespace) -> AtomicFileWriter {
-        AtomicFileWriter(scratchDirectory: scratchDirectory(namespace))
+    func atomicWriter(for namespace: Namespace) throws -> AtomicFileWriter {
+        AtomicFileWriter(scratchDirectory: try preparedNamespaceDirectory(namespace) + "/tmp")
     }
 
     /// Class and size of an inode as its open handles know them, or `nil`
@@ -93,50 +144,68 @@ struct FileStore: Sendable {
     }
 
     /// The names of the regular files in `namespace` starting with
-    /// `prefix`, sorted; entries whose path is no valid name are skipped.
+    /// `prefix`, sorted. The walk starts in the directory of the prefix's
+    /// whole components and descends only where a match can be, so its
+    /// cost follows the entries under the prefix, not the namespace.
+    /// Entries that stand for no name there (not protd's, or moved or
+    /// copied from elsewhere on disk) are skipped; `StoreCheck` reports them.
     func names(in namespace: Namespace, prefix: String) throws -> [FileName] {
-        let base = filesDirectory(namespace)
-        guard Posix.exists(base) else { return [] }
+        let names = self.names
+        var start = PathBytes.components(prefix).map { String(decoding: $0, as: UTF8.self) }
+        if !start.isEmpty { start.removeLast() }  // the partial last component, or "" after a trailing "/"
+        var directory = try filesDirectory(namespace)
+        if !start.isEmpty {
+            guard let whole = try? FileName(start.joined(separator: "/")) else { return [] }
+            directory += "/" + (try entries(of: whole, in: namespace)).map(\.name).joined(separator: "/")
+        }
+        guard Posix.exists(directory) else { return [] }
         var results: [FileName] = []
-        func walk(_ relative: String) throws {
-            let directory = relative.isEmpty ? base : base + "/" + relative
+        func walk(_ relative: String, in directory: String) throws {
             for entry in try Posix.listDirectory(directory) {
-                let child = relative.isEmpty ? entry : relative + "/" + entry
+                guard let component = names.component(of: entry, parent: relative, uid: namespace.uid, sidecar: {
+                    try? Posix.contents(of: directory + "/" + $0, atMost: 4096)
+                }) else { continue }
+                let child = relative.isEmpty ? component : relative + "/" + component
                 var info = stat()
-                guard lstat(base + "/" + child, &info) == 0 else { continue }
+                guard lstat(directory + "/" + entry, &info) == 0 else { continue }
                 if (info.st_mode & S_IFMT) == S_IFDIR {
                     // Descend only where a match can still be found.
-                    if PathBytes.hasPrefix(child, prefix) || PathBytes.hasPrefix(prefix, child + "/") { try walk(child) }
+                    if PathBytes.hasPrefix(child, prefix) || PathBytes.hasPrefix(prefix, child + "/") {
+                        try walk(child, in: directory + "/" + entry)
+                    }
                 } else if (info.st_mode & S_IFMT) == S_IFREG, PathBytes.hasPrefix(child, prefix),
                           let name = try? FileName(child) {
                     results.append(name)
                 }
             }
         }
-        try walk("")
+        try walk(start.joined(separator: "/"), in: directory)
         return results.sorted()
     }
 
     /// Every namespace with a directory in the store.
     func namespaces() throws -> [Namespace] {
         guard Posix.exists(root) else { return [] }
-        return try Posix.listDirectory(root).compactMap(UInt32.init).sorted().map(Namespace.init(uid:))
+        let names = self.names
+        return try Posix.listDirectory(root).compactMap(names.uid(ofNamespaceEntry:)).sorted().map(Namespace.init(uid:))
     }
 
-    /// Whether any namespace holds a regular file (stops at the first).
-    func holdsAnyFile() throws -> Bool {
+    /// Whether any namespace directory under `root` holds a file: a
+    /// regular file other than a sidecar (stops at the first). Needs no
+    /// key, so it runs before the key bag is open.
+    static func holdsAnyFile(root: String) throws -> Bool {
         guard Posix.exists(root) else { return false }
         func holdsFile(_ directory: String) throws -> Bool {
             for entry in try Posix.listDirectory(directory) {
                 var info = stat()
                 guard lstat(directory + "/" + entry, &info) == 0 else { continue }
-                if (info.st_mode & S_IFMT) == S_IFREG { return true }
+                if (info.st_mode & S_IFMT) == S_IFREG, !StoreNames.isSidecar(entry) { return true }
                 if (info.st_mode & S_IFMT) == S_IFDIR, try holdsFile(directory + "/" + entry) { return true }
             }
             return false
         }
-        for namespace in try namespaces() {
-            let files = filesDirectory(namespace)
+        for namespace in try Posix.listDirectory(root) {
+            let files = root + "/" + namespace + "/files"
             if Posix.exists(files), try holdsFile(files) { return true }
         }
         return false
@@ -150,10 +219,15 @@ struct FileStore: Sendable {
             throw ProtectionError(.notFound, "no file named \(name)")
         }
         try Posix.unlink(path)
+        if PathBytes.lastComponent(of: path).hasPrefix(StoreNames.longEntryPrefix) {
+            // A crash before this leaves the sidecar alone, which names nothing.
+            try? Posix.unlink(path + StoreNames.sidecarSuffix)
+        }
     }
 
     /// Removes what creates and whole-file writes interrupted by a crash
-    /// (or `kill -9`) left in each namespace's scratch directory: regular
+    /// (or `kill -9`) left in each namespace's scratch directory (older
+    /// layouts' too): regular
     /// files named like `AtomicFileWriter`'s temporary files, nothing
     /// else, following no symlink; returns how many. Only while no write
     /// is in progress (at start).
@@ -161,8 +235,8 @@ struct FileStore: Sendable {
         guard let rootFD = try Posix.openDirectory(root) else { return 0 }
         defer { close(rootFD) }
         var removed = 0
-        for uid in try Posix.listDirectory(rootFD, path: root) where UInt32(uid) != nil {
-            guard let namespaceFD = try Posix.openDirectory(uid, in: rootFD) else { continue }
+        for namespace in try Posix.listDirectory(rootFD, path: root) {
+            guard let namespaceFD = try Posix.openDirectory(namespace, in: rootFD) else { continue }
             defer { close(namespaceFD) }
             guard let scratchFD = try Posix.openDirectory("tmp", in: namespaceFD) else { continue }
             defer { close(scratchFD) }

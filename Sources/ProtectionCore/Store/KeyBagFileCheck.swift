@@ -10,15 +10,15 @@ enum KeyBagFileCheck {
     /// Throws `keyBagCorrupt` for a missing key bag beside stored files,
     /// `ioFailure` for a foreign or odd file; fixes the mode and tells
     /// `notify` when others could read or write it.
-    static func verify(keyBag path: String, files: FileStore, notify: (StoreNotice) -> Void) throws {
+    static func verify(keyBag path: String, store root: String, notify: (StoreNotice) -> Void) throws {
         var info = stat()
         guard lstat(path, &info) == 0 else {
             guard errno == ENOENT else { throw Posix.error("inspect", path) }
-            if try files.holdsAnyFile() {
+            if try FileStore.holdsAnyFile(root: root) {
                 throw ProtectionError(
                     .keyBagCorrupt,
-                    "the key bag \(path) is missing but \(files.root) holds files, whose class keys were in it; "
-                        + "restore the key bag from a backup, or move \(files.root) away to start a new store "
+                    "the key bag \(path) is missing but \(root) holds files, whose class keys were in it; "
+                        + "restore the key bag from a backup, or move \(root) away to start a new store "
                         + "without them")
             }
             return

@@ -84,8 +84,8 @@ public final class ProtectedStore: Sendable {
         // whatever temporary file is there was left by a write that a crash
         // or kill interrupted.
         try Self.removeStateTemporaryFiles(configuration)
-        let files = FileStore(root: configuration.stateDirectory + "/store")
-        try KeyBagFileCheck.verify(keyBag: configuration.stateDirectory + "/keybag", files: files, notify: notify)
+        let storeRoot = configuration.stateDirectory + "/store"
+        try KeyBagFileCheck.verify(keyBag: configuration.stateDirectory + "/keybag", store: storeRoot, notify: notify)
         let (keyBag, migration) = try DeviceSecretMigration.openKeyBag(
             target: configuration.deviceSecret, former: configuration.formerDeviceSecret, notify: notify
         ) { deviceSecret in
@@ -94,6 +94,7 @@ public final class ProtectedStore: Sendable {
                            cost: configuration.passcodeCost, policy: configuration.failedAttemptPolicy, clock: clock)
             }
         }
+        let files = FileStore(root: storeRoot, names: try StoreNames(classD: keyBag.keys.d))
         let machine = LockStateMachine(passcodeSet: keyBag.hasPasscode,
                                        firstUnlockTimeout: configuration.firstUnlockTimeout)
         state = LockedState(State(keyBag: keyBag, machine: machine, deviceSecretMigration: migration))
@@ -105,6 +106,10 @@ public final class ProtectedStore: Sendable {
         }
         let interrupted = try files.removeLeftoverTemporaryFiles()
         if interrupted > 0 { notify(.removedInterruptedWrites(interrupted)) }
+        let legacy = try LegacyLayoutMigration.run(files)
+        if legacy.moved > 0 || !legacy.leftBehind.isEmpty {
+            notify(.namesSealed(moved: legacy.moved, leftBehind: legacy.leftBehind))
+        }
         // Files of an older protd are bound to their names with the keys in memory now.
         completeHeaderRewraps()
     }
@@ -361,6 +366,12 @@ public final class ProtectedStore: Sendable {
                 return try body(&state)
             } catch let error as ProtectionError where error.code == .erasedAfterFailedAttempts {
                 erased = true
+                do {
+                    files.useNames(try ProtectionError.translating { try StoreNames(classD: state.keyBag.keys.d) })
+                } catch {
+                    // New files would be named under the erased keys.
+                    state.fault = "the erase could not derive the new name keys: \(error)"
+                }
                 invalidateHandles(in: &state) { _ in true }
                 state.undeliveredEvents += perform(state.machine.erased(), on: &state).events
                 try? Self.removeStateTemporaryFiles(configuration)
@@ -381,6 +392,7 @@ public final class ProtectedStore: Sendable {
         let events = try state.withLock { state in
             invalidateHandles(in: &state) { _ in true }
             try ProtectionError.translating { try state.keyBag.erase() }
+            files.useNames(try ProtectionError.translating { try StoreNames(classD: state.keyBag.keys.d) })
             completeDeviceSecretMigration(in: &state, passcode: nil)
             let events = perform(state.machine.erased(), on: &state).events
             // Under the lock, so no key bag write is in progress.

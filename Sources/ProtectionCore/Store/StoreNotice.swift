@@ -24,6 +24,9 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
     /// A run of `HeaderRewrap` (new class keys after the first passcode,
     /// binding version 1 files to their names): whether its jobs are done.
     case headersRewritten(rewritten: Int, damaged: [String], unfinished: [String], finished: Bool)
+    /// Files of the first store layout (uids and names in clear) were
+    /// moved to sealed names; `leftBehind` are legacy paths that stay.
+    case namesSealed(moved: Int, leftBehind: [String])
 
     public var description: String {
         switch self {
@@ -48,6 +51,10 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
                 + (finished ? "" : "; the rest waits for the next unlock: "
                    + (unfinished.isEmpty ? "a create or write that took the replaced class keys was still running"
                       : unfinished.prefix(5).joined(separator: "; ")))
+        case .namesSealed(let moved, let leftBehind):
+            "moved \(moved) files from the older store layout, whose paths showed uids and names, to sealed names"
+                + (leftBehind.isEmpty ? "" : "; \(leftBehind.count) entries stay where they are, as they are not "
+                   + "protd files or their new path is taken (\(leftBehind.prefix(5).joined(separator: ", ")))")
         }
     }
 
@@ -58,6 +65,7 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .failed, .keyBagModeFixed, .pendingUntilUnlock: true
         case .headersRewritten(_, let damaged, _, let finished): !finished || !damaged.isEmpty
+        case .namesSealed(_, let leftBehind): !leftBehind.isEmpty
         case .migrated, .destroyedFormer, .removedInterruptedWrites: false
         }
     }

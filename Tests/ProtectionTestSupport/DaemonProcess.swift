@@ -82,8 +82,10 @@ public final class DaemonProcess: @unchecked Sendable {
     /// added to the test's own environment, less any `PROTD_*` setting in
     /// it: those outrank the configuration file, so one left in a
     /// developer's shell (a socket path, an Argon2 cost) would change every
-    /// daemon a test or the benchmark starts.
-    public func start(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// daemon a test or the benchmark starts. With `waitingForSocket`
+    /// false it returns as soon as the process runs (to kill it mid-start).
+    public func start(extraArguments: [String] = [], environment: [String: String] = [:],
+                      waitingForSocket: Bool = true) throws {
         let process = Process()
         let command = launcher + [Self.binaryPath, "--config", configPath] + extraArguments
         process.executableURL = URL(fileURLWithPath: command[0])
@@ -99,7 +101,7 @@ public final class DaemonProcess: @unchecked Sendable {
         try process.run()
         self.process = process
         LiveDaemons.shared.started(self, pid: process.processIdentifier, directory: directory.path)
-        try waitForSocket()
+        if waitingForSocket { try waitForSocket() }
     }
 
     /// The process id of the running daemon.

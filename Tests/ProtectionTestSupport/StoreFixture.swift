@@ -39,10 +39,11 @@ public final class StoreFixture: @unchecked Sendable {
         store = try ProtectedStore(configuration: configuration, clock: clock)
     }
 
-    /// Shuts the store down and opens the directory again.
-    public func restart() throws {
+    /// Shuts the store down and opens the directory again; `notify` hears
+    /// what the store did on its own while opening.
+    public func restart(notify: @escaping @Sendable (StoreNotice) -> Void = { _ in }) throws {
         store.shutdown()
-        store = try reopen()
+        store = try reopen(notify: notify)
     }
 
     /// A new store on this directory (with `configuration`, by default the
@@ -51,11 +52,12 @@ public final class StoreFixture: @unchecked Sendable {
     /// concurrent test spawns holds a copy of every descriptor of the test
     /// process, the old store's locked one too, from its fork until its exec
     /// closes them (O_CLOEXEC). protd spawns nothing, so only tests meet this.
-    public func reopen(_ configuration: StoreConfiguration? = nil) throws -> ProtectedStore {
+    public func reopen(_ configuration: StoreConfiguration? = nil,
+                       notify: @escaping @Sendable (StoreNotice) -> Void = { _ in }) throws -> ProtectedStore {
         let deadline = ContinuousClock.now + .seconds(2)
         while true {
             do {
-                return try ProtectedStore(configuration: configuration ?? self.configuration, clock: clock)
+                return try ProtectedStore(configuration: configuration ?? self.configuration, clock: clock, notify: notify)
             } catch let error as ProtectionError
                 where error.message.contains("already using the state directory") && ContinuousClock.now < deadline {
                 usleep(2_000)

@@ -62,6 +62,7 @@ struct KeyBagIntegrityTests {
         let d = try open(record.wrappedD, .none, keys.classD)
         record.version = 1
         record.filesBound = false
+        record.namesSealed = false
         func seal(_ key: SecretBytes, _ protection: ProtectionClass, _ under: SecretBytes) throws -> [UInt8] {
             try XChaCha20Poly1305.wrap(key, additionalData: record.associatedData(for: protection), key: under)
         }

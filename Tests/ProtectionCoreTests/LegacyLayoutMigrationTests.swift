@@ -41,6 +41,12 @@ struct LegacyLayoutMigrationTests {
         return try Self.files.allSatisfy { try store.read(FileName($0.name), in: Namespace(uid: $0.uid)) == content($0) }
     }
 
+    private func keyBagRecordsSealedNames(_ fixture: StoreFixture) throws -> Bool {
+        let keyBag = try KeyBag(path: fixture.directory.path + "/keybag", deviceSecret: fixture.deviceSecret(), cost: .minimum)
+        defer { keyBag.wipe() }
+        return keyBag.namesSealed
+    }
+
     private func storeEntries(_ fixture: StoreFixture) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: fixture.directory.path + "/store").sorted()
     }
@@ -49,6 +55,7 @@ struct LegacyLayoutMigrationTests {
     func movesOnce() throws {
         let fixture = try legacyStore()
         #expect(try storeEntries(fixture) == ["1000", "1001"])
+        #expect(try !keyBagRecordsSealedNames(fixture))
         let notices = Mutex<[StoreNotice]>([])
         try fixture.restart { notice in notices.withLock { $0.append(notice) } }
         #expect(notices.withLock { $0.filter { if case .namesSealed = $0 { true } else { false } } }
@@ -56,6 +63,7 @@ struct LegacyLayoutMigrationTests {
         #expect(try storeEntries(fixture).allSatisfy { UInt32($0) == nil }, "no directory is named by a uid")
         _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
         #expect(try everyFileReads(fixture.store))
+        #expect(try keyBagRecordsSealedNames(fixture), "a protd without sealed names now refuses the key bag")
 
         notices.withLock { $0.removeAll() }
         try fixture.restart { notice in notices.withLock { $0.append(notice) } }

@@ -206,13 +206,36 @@ public final class KeyBag {
 
     /// Every file has a version 2 header: version 1 ones are refused from now on.
     func markFilesBound() throws {
-        // A version 1 record has no such flag; it becomes version 2 at the next unlock.
-        guard !record.filesBound, record.version == KeyBagRecord.currentVersion else { return }
+        try setFlag(\.filesBound)
+        keys.unboundFilesAllowed = !record.filesBound
+    }
+
+    /// The store's names are sealed (store layout 2), so a protd that
+    /// predates sealed names refuses this key bag.
+    func markNamesSealed() throws {
+        try setFlag(\.namesSealed)
+    }
+
+    /// Whether the key bag records sealed names (store layout 2).
+    package var namesSealed: Bool { record.namesSealed }
+
+    /// Clears the sealed-names flag, as a key bag of a protd that predates
+    /// sealed names has it (tests of the move from the first layout).
+    package func clearNamesSealedForTesting() throws {
         var updated = record
-        updated.filesBound = true
+        updated.namesSealed = false
         try persist(updated)
         record = updated
-        keys.unboundFilesAllowed = false
+    }
+
+    /// Sets a version 2 flag on disk and in memory. A version 1 record has
+    /// no flags; it becomes version 2 at the next unlock.
+    private func setFlag(_ flag: WritableKeyPath<KeyBagRecord, Bool>) throws {
+        guard !record[keyPath: flag], record.version == KeyBagRecord.currentVersion else { return }
+        var updated = record
+        updated[keyPath: flag] = true
+        try persist(updated)
+        record = updated
     }
 
     /// Every file is wrapped under the current keys: drops the previous
@@ -681,8 +704,10 @@ public final class KeyBag {
             hasPasscode: false, salt: try SecureRandom.bytes(Argon2id.saltByteCount), cost: cost,
             classBPublicKey: b.publicKey, wrappedA: [], wrappedBPrivate: [], wrappedC: [], wrappedD: [],
             failedAttempts: 0, lastAttemptAt: 0)
-        // A new key bag has no file beside it (`KeyBagFileCheck`): every file it will see is bound.
+        // A new key bag has no file beside it (`KeyBagFileCheck`): every
+        // file it will see is bound, under a sealed name.
         record.filesBound = true
+        record.namesSealed = true
         try wrap(keys.passcodeKeys!, under: deviceKeys.noPasscode, into: &record)
         record.wrappedD = try XChaCha20Poly1305.wrap(keys.d, additionalData: record.associatedData(for: .none),
                                                      key: deviceKeys.classD)

@@ -28,6 +28,7 @@ struct KeyBagRecord: Equatable {
         static let previousKeys: UInt16 = 2
         static let recovery: UInt16 = 4
         static let filesBound: UInt16 = 8
+        static let namesSealed: UInt16 = 16
     }
 
     /// 1 or 2: which associated data the wrapped keys are bound to.
@@ -53,12 +54,17 @@ struct KeyBagRecord: Equatable {
     /// Version 2 only: every file's header is version 2, bound to its
     /// name and owner, so version 1 headers are refused (`HeaderRewrap`).
     var filesBound = false
+    /// Version 2 only: the store's names on disk are sealed (store layout
+    /// 2, `StoreNames`); a protd that predates them refuses this key bag
+    /// (an unknown flag) rather than show an empty store.
+    var namesSealed = false
     var failedAttempts: UInt32
     var lastAttemptAt: Int64
 
     private var flags: UInt16 {
         (hasPasscode ? Flag.passcode : 0) | (previousWrapped != nil ? Flag.previousKeys : 0)
             | (recoveryWrapped != nil ? Flag.recovery : 0) | (filesBound ? Flag.filesBound : 0)
+            | (namesSealed ? Flag.namesSealed : 0)
     }
 
     /// Bytes 0..<72: magic, version, flags, salt, cost, class B public key.
@@ -137,7 +143,7 @@ struct KeyBagRecord: Equatable {
         guard version == 1 || version == 2 else { throw ProtectionError(.keyBagCorrupt, "unsupported key bag version") }
         // Lengths were checked above, so the reads cannot fail.
         let flags: UInt16 = reader.readLittleEndian()!
-        let known = version == 1 ? Flag.passcode : Flag.passcode | Flag.previousKeys | Flag.recovery | Flag.filesBound
+        let known = version == 1 ? Flag.passcode : Flag.passcode | Flag.previousKeys | Flag.recovery | Flag.filesBound | Flag.namesSealed
         guard flags & ~known == 0 else { throw ProtectionError(.keyBagCorrupt, "key bag has unknown flags \(flags)") }
         guard bytes.count == byteCount(flags: flags) else {
             throw ProtectionError(.keyBagCorrupt, "key bag's size does not match its flags")
@@ -165,6 +171,7 @@ struct KeyBagRecord: Equatable {
             previousWrapped: flags & Flag.previousKeys != 0 ? reader.read(previousByteCount)! : nil,
             recoveryWrapped: flags & Flag.recovery != 0 ? reader.read(recoveryByteCount)! : nil,
             filesBound: flags & Flag.filesBound != 0,
+            namesSealed: flags & Flag.namesSealed != 0,
             failedAttempts: reader.readLittleEndian()!,
             lastAttemptAt: reader.readLittleEndian()!)
     }

@@ -110,6 +110,7 @@ public final class ProtectedStore: Sendable {
         if legacy.moved > 0 || !legacy.leftBehind.isEmpty {
             notify(.namesSealed(moved: legacy.moved, leftBehind: legacy.leftBehind))
         }
+        try state.withLock { state in try ProtectionError.translating { try state.keyBag.markNamesSealed() } }
         // Files of an older protd are bound to their names with the keys in memory now.
         completeHeaderRewraps()
     }

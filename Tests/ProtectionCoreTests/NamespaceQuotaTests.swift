@@ -1,3 +1,4 @@
+import Foundation
 import ProtectionCore
 import ProtectionTestSupport
 import Sodium
@@ -77,6 +78,48 @@ struct NamespaceQuotaTests {
             #expect(code { try store.write([2], to: name("two"), in: alice, protection: .none) } == .quotaExceeded)
             _ = try store.erase()
             try store.write([2], to: name("two"), in: alice, protection: .none)
+        }
+    }
+}
+
+@Suite("Quotas and locks together")
+struct QuotaLockRaceTests {
+    /// A handle call that grows a file past the quota measures the
+    /// namespace again inside the file's lock, and that measurement asks
+    /// the store which files are open; a completing lock holds the store's
+    /// lock while it invalidates class A files. Run both for 3 s: neither
+    /// may wait for the other for good.
+    @Test("a handle growing a class A file past the quota and locks completing at the same time never deadlock")
+    func remeasureRacesLock() throws {
+        let directory = try TemporaryDirectory("quota-lock")
+        let store = try ProtectedStore(configuration: StoreConfiguration(
+            stateDirectory: directory.path, passcodeCost: .minimum, quota: StorageQuota(bytes: 4096)))
+        let passcode = "correct horse"
+        try store.setPasscode(StoreFixture.secret(passcode), old: nil)
+        let name = try FileName("grows"), namespace = Namespace(uid: 1000)
+        try store.write([1], to: name, in: namespace, protection: .complete)
+        let deadline = ContinuousClock.now + .seconds(3)
+        let done = DispatchGroup()
+        DispatchQueue.global().async(group: done) {
+            while ContinuousClock.now < deadline {
+                guard let handle = try? store.open(name, in: namespace, mode: .existing) else { continue }
+                // Each append passes the quota: refused after a new measurement.
+                while (try? handle.append([UInt8](repeating: 2, count: 8192))) == nil, handle.isOpen,
+                      ContinuousClock.now < deadline {}
+                try? handle.close()
+            }
+        }
+        DispatchQueue.global().async(group: done) {
+            while ContinuousClock.now < deadline {
+                _ = try? store.requestLock(grace: .zero)
+                _ = try? store.unlock(passcode: StoreFixture.secret(passcode))
+            }
+        }
+        let finished = done.wait(timeout: .now() + 30) == .success
+        #expect(finished, "deadlocked: the handle and the lock wait for each other")
+        if finished {
+            store.shutdown()
+            directory.remove()
         }
     }
 }

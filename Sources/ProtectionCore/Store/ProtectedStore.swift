@@ -11,8 +11,8 @@ public final class ProtectedStore: Sendable {
     private struct State {
         var keyBag: KeyBag
         var machine: LockStateMachine
-        /// Files with at least one open handle, by inode.
-        var openFiles: [FileIdentity: OpenFileEntry] = [:]
+        /// Files with at least one user, by inode.
+        var openFiles = OpenFileTable()
         /// Which file each open handle is on.
         var handleFiles: [UInt64: FileIdentity] = [:]
         var nextHandleID: UInt64 = 1
@@ -38,17 +38,6 @@ public final class ProtectedStore: Sendable {
 
     private struct WeakPendingWrite {
         weak var write: PendingWrite?
-    }
-
-    private struct OpenFileEntry {
-        let file: SharedOpenFile
-        var handles: Set<UInt64>
-        /// Callers using `file` without a handle: one-off calls by name
-        /// (`read`, `setProtection`) and handles still being opened. It
-        /// stays open until they are done too.
-        var transientUsers = 0
-
-        var isUnused: Bool { handles.isEmpty && transientUsers == 0 }
     }
 
     private let state: LockedState<State>
@@ -101,8 +90,9 @@ public final class ProtectedStore: Sendable {
         self.notify = notify
         self.files = files
         self.configuration = configuration
-        quota = NamespaceQuota(configuration.quota) { [files, state] namespace in
-            NamespaceQuota.amount(of: try files.list(in: namespace, prefix: "", openFile: Self.openFileAttributes(in: state)))
+        let openFiles = state.withLock { $0.openFiles.index }
+        quota = NamespaceQuota(configuration.quota) { [files, openFiles] namespace in
+            NamespaceQuota.amount(of: try files.list(in: namespace, prefix: "", openFile: Self.openFileAttributes(in: openFiles)))
         }
         let interrupted = try files.removeLeftoverTemporaryFiles()
         if interrupted > 0 { notify(.removedInterruptedWrites(interrupted)) }
@@ -731,12 +721,13 @@ public final class ProtectedStore: Sendable {
     /// Class and size of the inode `identity` as its shared file knows
     /// them after its last finished call, or `nil` when it is not open.
     private func openFileAttributes(_ identity: FileIdentity) -> (protection: ProtectionClass, size: Int)? {
-        Self.openFileAttributes(in: state)(identity)
+        Self.openFileAttributes(in: state.withLock { $0.openFiles.index })(identity)
     }
 
-    /// `openFileAttributes` of the store whose state is `state`.
-    private static func openFileAttributes(in state: LockedState<State>) -> FileStore.OpenFileAttributes {
-        { identity in state.withLock { $0.openFiles[identity]?.file }?.currentAttributes }
+    /// `openFileAttributes` from the open files' index, not the state: a
+    /// quota measurement runs it inside a file's lock (`OpenFileTable`).
+    private static func openFileAttributes(in index: OpenFileTable.Index) -> FileStore.OpenFileAttributes {
+        { identity in index.withLock { $0[identity] }?.currentAttributes }
     }
 
     /// Whether `protection` is A or C and its key is gone: a lock (or a

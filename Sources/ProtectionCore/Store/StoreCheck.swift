@@ -14,14 +14,6 @@ public struct StoreCheckReport: Sendable, Equatable {
         public var path: String
         /// What is wrong, in one line.
         public var description: String
-
-        /// Makes a problem.
-        public init(uid: UInt32? = nil, name: String? = nil, path: String, description: String) {
-            self.uid = uid
-            self.name = name
-            self.path = path
-            self.description = description
-        }
     }
 
     /// Namespace directories.
@@ -37,17 +29,6 @@ public struct StoreCheckReport: Sendable, Equatable {
     public var problems: [Problem] = []
     /// Every problem found, listed or not.
     public var problemCount = 0
-
-    /// Makes a report.
-    public init(namespaces: Int = 0, files: Int = 0, verifiedFiles: Int = 0, unverifiableFiles: Int = 0,
-                problems: [Problem] = [], problemCount: Int? = nil) {
-        self.namespaces = namespaces
-        self.files = files
-        self.verifiedFiles = verifiedFiles
-        self.unverifiableFiles = unverifiableFiles
-        self.problems = problems
-        self.problemCount = problemCount ?? problems.count
-    }
 
     /// Whether nothing was found wrong.
     public var isClean: Bool { problemCount == 0 }
@@ -139,12 +120,12 @@ struct StoreCheck {
                 continue
             }
             let resolved = names.resolve(entry, parent: parent, uid: uid) { sidecarContents(relative + "/" + $0) }
-            let name = (try? resolved.get()).map { parent.isEmpty ? $0 : parent + "/" + $0 }
+                .map { parent.isEmpty ? $0 : parent + "/" + $0 }
             switch (kind, resolved) {
-            case (.directory, .success):
-                checkDirectory(path, parent: name!, uid: uid, names, &report)
-            case (.file, .success):
-                guard let fileName = try? FileName(name!) else {
+            case (.directory, .success(let name)):
+                checkDirectory(path, parent: name, uid: uid, names, &report)
+            case (.file, .success(let name)):
+                guard let fileName = try? FileName(name) else {
                     report.add(uid: uid, name: name, path: path, "a name that is not a valid file name")
                     continue
                 }
@@ -154,7 +135,7 @@ struct StoreCheck {
             case (.file, .failure(let fault)):
                 report.add(uid: uid, path: path, Self.describe(fault, entry))
             default:
-                report.add(uid: uid, name: name, path: path, "\(kind), which protd never makes among files")
+                report.add(uid: uid, name: try? resolved.get(), path: path, "\(kind), which protd never makes among files")
             }
         }
     }

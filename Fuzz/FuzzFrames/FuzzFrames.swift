@@ -152,7 +152,7 @@ private func writeSeeds(to directory: String) {
         .setProtection(name: "a", protection: .none), .list(prefix: "notes/"), .stat(name: "a"), .delete(name: "a"),
         .subscribe, .acknowledge(sequence: 7), .loginUnlock(uid: 1001, passcode: Array("secret".utf8)),
         .recoveryCreate(passcode: Array("secret".utf8)), .recoveryRemove,
-        .recoveryReset(recoveryKey: Array(0..<32), newPasscode: Array("new".utf8)),
+        .recoveryReset(recoveryKey: Array(0..<32), newPasscode: Array("new".utf8)), .check,
     ]
     let report = StatusReport(state: .locking, passcodeSet: true, failedAttempts: 2, retryAfterSeconds: 5,
                               gracePeriodMilliseconds: 10_000, eventSequence: 3, lockDeadlineUnixMilliseconds: 1_700_000_000_000,
@@ -174,6 +174,10 @@ private func writeSeeds(to directory: String) {
         .event(WireEvent(kind: .didBecomeUnavailable, sequence: 5, state: .beforeFirstUnlock, reason: .inactivity)),
         .event(WireEvent(kind: .didBecomeAvailable, sequence: 6, state: .unlocked, firstUnlock: true)),
         .recoveryKey(Array(repeating: 0x5A, count: 32)),
+        .checkReport(WireCheckReport(namespaces: 2, files: 9, verifiedFiles: 6, unverifiableFiles: 2, problemCount: 3,
+                                     problems: [.init(uid: 1000, name: "notes/a.txt", path: "store/ns/files/entry",
+                                                      description: "its length is not whole segments"),
+                                                .init(uid: nil, name: nil, path: "store/1000", description: "legacy")])),
     ]
     func write(_ name: String, cut: UInt8, _ frames: [Frame]) {
         var bytes: [UInt8] = [cut, 15]

@@ -188,9 +188,10 @@ final class Connection: Sendable {
         try await submit(request, shape: shape).frames()
     }
 
-    /// Sends `request` and returns its single answer; an `.error` answer is thrown.
-    func single(_ request: Request) async throws(DataProtectionError) -> Response {
-        let frames = try await exchange(request)
+    /// Sends `request` and returns its single answer, within `timeout` (the
+    /// connection's when nil); an `.error` answer is thrown.
+    func single(_ request: Request, timeout: Duration? = nil) async throws(DataProtectionError) -> Response {
+        let frames = try await submit(request, timeout: timeout).frames()
         guard let first = frames.first else { throw .protocolError("protd sent an empty answer") }
         return first
     }

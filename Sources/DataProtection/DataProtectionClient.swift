@@ -212,6 +212,17 @@ public final class DataProtectionClient: Sendable {
         try await connection.expectOK(.recoveryReset(recoveryKey: recoveryKey.bytes, newPasscode: secret), "recoveryReset")
     }
 
+    /// Checks the daemon's store on disk, changing nothing: every name,
+    /// header and length, and the key slot and header tag of every file
+    /// whose class key is in memory. Needs root or the admin group
+    /// (`.permissionDenied`). A large store takes a while: `timeout` bounds
+    /// the wait (the client's request timeout when nil).
+    public func checkStore(timeout: Duration? = nil) async throws(DataProtectionError) -> StoreCheckReport {
+        let response = try await connection.single(.check, timeout: timeout)
+        guard case .checkReport(let report) = response else { throw .unexpected(response, to: "check") }
+        return StoreCheckReport(report)
+    }
+
     /// Destroys every key: every protected file becomes unreadable at once.
     /// Needs root.
     public func erase() async throws(DataProtectionError) {

@@ -1,9 +1,9 @@
 /// Who may run the administrative operations (PROTECTION-MODEL section 6):
 /// lock needs root or the admin group; passwd needs the admin group (and
 /// the old passcode, checked by the key bag), and so do making and removing
-/// a recovery key; erase needs root. Unlock, a reset with the recovery key
-/// and every file operation are open to all, files within the peer's own
-/// namespace.
+/// a recovery key; checking the store needs the admin group; erase needs
+/// root. Unlock, a reset with the recovery key and every file operation
+/// are open to all, files within the peer's own namespace.
 ///
 /// The daemon's own user counts as root here: it can already read and
 /// delete the daemon's state directory, so this grants nothing new, and it
@@ -36,6 +36,8 @@ public struct Authorization: Sendable, Equatable {
     public func mayChangePasscode(_ peer: PeerCredentials) -> Bool { isAdmin(peer) }
     /// May `peer` make or remove a recovery key?
     public func mayManageRecoveryKey(_ peer: PeerCredentials) -> Bool { isAdmin(peer) }
+    /// May `peer` check the store (which names every namespace's files)?
+    public func mayCheckStore(_ peer: PeerCredentials) -> Bool { isAdmin(peer) }
     /// May `peer` erase everything?
     public func mayErase(_ peer: PeerCredentials) -> Bool { isSuperuser(peer) }
 }

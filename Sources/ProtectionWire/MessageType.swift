@@ -36,6 +36,8 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case recoveryRemove = 0x1D
     case recoveryReset = 0x1E
     case loginUnlock = 0x1F
+    /// Admin: check the store on disk, changing nothing.
+    case check = 0x20
 
     // Responses (daemon to client).
     case ok = 0x80
@@ -51,6 +53,7 @@ public enum MessageType: UInt8, Sendable, CaseIterable {
     case listChunk = 0x8A
     case subscribed = 0x8B
     case recoveryKey = 0x8C
+    case checkReport = 0x8D
     case error = 0x8F
 
     // Events (daemon to subscribed client, request id 0).

@@ -67,6 +67,8 @@ public enum Request: Sendable, Equatable {
     case recoveryRemove
     /// Set a new passcode with the recovery key (`WireProtocol.recoveryKeyByteCount` bytes).
     case recoveryReset(recoveryKey: [UInt8], newPasscode: [UInt8])
+    /// Check the store on disk, changing nothing; answer: `checkReport`.
+    case check
 
     /// The type byte of this request.
     public var type: MessageType {
@@ -101,6 +103,7 @@ public enum Request: Sendable, Equatable {
         case .recoveryCreate: .recoveryCreate
         case .recoveryRemove: .recoveryRemove
         case .recoveryReset: .recoveryReset
+        case .check: .check
         }
     }
 
@@ -112,7 +115,7 @@ public enum Request: Sendable, Equatable {
             body.writeInteger(minimum, endianness: .big)
             body.writeInteger(maximum, endianness: .big)
             body.writeWireString(client)
-        case .status, .erase, .writeEnd, .writeAbort, .subscribe, .recoveryRemove:
+        case .status, .erase, .writeEnd, .writeAbort, .subscribe, .recoveryRemove, .check:
             break
         case .lock(let grace, let wait, let reason):
             body.writeInteger(UInt8((grace == nil ? 0 : 1) | (wait ? 2 : 0)))
@@ -203,6 +206,7 @@ public enum Request: Sendable, Equatable {
         case .writeAbort: self = .writeAbort
         case .subscribe: self = .subscribe
         case .recoveryRemove: self = .recoveryRemove
+        case .check: self = .check
         case .lock:
             let flags: UInt8 = try body.readWireInteger("lock flags")
             let grace: UInt32 = try body.readWireInteger("grace")

@@ -34,6 +34,8 @@ public enum Response: Sendable, Equatable {
     case event(WireEvent)
     /// The recovery key `recoveryCreate` made (`WireProtocol.recoveryKeyByteCount` bytes).
     case recoveryKey([UInt8])
+    /// What `check` found in the store.
+    case checkReport(WireCheckReport)
 
     /// The type byte of this response.
     public var type: MessageType {
@@ -53,6 +55,7 @@ public enum Response: Sendable, Equatable {
         case .error: .error
         case .event: .event
         case .recoveryKey: .recoveryKey
+        case .checkReport: .checkReport
         }
     }
 
@@ -81,6 +84,8 @@ public enum Response: Sendable, Equatable {
             attributes.encode(into: &body)
         case .data(let data), .dataChunk(let data):
             body.writeWireBuffer(data)
+        case .checkReport(let report):
+            report.encode(into: &body)
         case .listChunk(let entries):
             body.writeInteger(UInt32(entries.count), endianness: .big)
             for entry in entries { entry.encode(into: &body) }
@@ -143,6 +148,7 @@ public enum Response: Sendable, Equatable {
         case .subscribed: self = .subscribed(try StatusReport.decode(from: &body))
         case .recoveryKey:
             self = .recoveryKey(try body.readWireBytes(count: WireProtocol.recoveryKeyByteCount, "recovery key"))
+        case .checkReport: self = .checkReport(try WireCheckReport.decode(from: &body))
         case .size: self = .size(try body.readWireInteger("size"))
         case .handleOpened:
             self = .handleOpened(handle: try body.readWireInteger("handle"), protection: try body.readWireProtection(),

@@ -8,13 +8,13 @@ struct Protctl: AsyncParsableCommand {
         commandName: "protctl",
         abstract: "Administer the protd data-protection daemon and use its files.",
         discussion: """
-            Exit codes: 0 ok, 64 usage, 65 integrity failure, 66 no such file, 69 daemon \
+            Exit codes: 0 ok, 64 usage, 65 integrity failure or problem found, 66 no such file, 69 daemon \
             unreachable, 73 cannot write the read output, 75 protected data unavailable or rate-limited (retry later), 77 wrong \
             passcode or recovery key, or not permitted, 78 configuration error, 1 anything else.
             """,
         version: "protctl \(ProtdVersion.current)",
         subcommands: [
-            Status.self, Lock.self, Unlock.self, Passwd.self, Recovery.self, Erase.self,
+            Status.self, Lock.self, Unlock.self, Passwd.self, Recovery.self, Erase.self, Check.self,
             Write.self, Read.self, List.self, Remove.self, Protection.self, Watch.self,
         ])
 

@@ -324,7 +324,7 @@ struct ProtctlEndToEndTests {
 
     @Test("help exists for every verb, and completions and errors for bad usage")
     func helpAndUsage() throws {
-        for verb in ["status", "lock", "unlock", "passwd", "erase", "write", "read", "ls", "rm", "protection", "watch"] {
+        for verb in ["status", "lock", "unlock", "passwd", "erase", "check", "write", "read", "ls", "rm", "protection", "watch"] {
             let help = try CommandRunner.run(Self.protctl, [verb, "--help"])
             #expect(help.status == 0 && help.stdout.contains("USAGE"), "no help for \(verb)")
         }

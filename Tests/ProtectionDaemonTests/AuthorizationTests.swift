@@ -8,21 +8,21 @@ import Testing
 struct AuthorizationTests {
     let policy = Authorization(adminGroupID: 50, daemonUID: 999)
 
-    @Test("root may lock, change the passcode, manage the recovery key and erase")
+    @Test("root may lock, change the passcode, manage the recovery key, check the store and erase")
     func root() {
         let root = PeerCredentials(uid: 0, gid: 0, pid: 1, groups: [])
         #expect(policy.mayLock(root) && policy.mayChangePasscode(root) && policy.mayErase(root))
-        #expect(policy.mayManageRecoveryKey(root))
+        #expect(policy.mayManageRecoveryKey(root) && policy.mayCheckStore(root))
     }
 
     @Test("the daemon's own user may do what root may")
     func daemonUser() {
         let own = PeerCredentials(uid: 999, gid: 999, pid: 4, groups: [])
         #expect(policy.mayLock(own) && policy.mayChangePasscode(own) && policy.mayErase(own))
-        #expect(policy.mayManageRecoveryKey(own))
+        #expect(policy.mayManageRecoveryKey(own) && policy.mayCheckStore(own))
     }
 
-    @Test("an admin-group member may lock, change the passcode and manage the recovery key but not erase")
+    @Test("an admin-group member may lock, change the passcode, manage the recovery key and check the store but not erase")
     func adminMember() {
         let supplementary = PeerCredentials(uid: 1000, gid: 1000, pid: 2, groups: [27, 50])
         let primary = PeerCredentials(uid: 1001, gid: 50, pid: 3, groups: [])
@@ -30,6 +30,7 @@ struct AuthorizationTests {
             #expect(policy.mayLock(peer))
             #expect(policy.mayChangePasscode(peer))
             #expect(policy.mayManageRecoveryKey(peer))
+            #expect(policy.mayCheckStore(peer))
             #expect(!policy.mayErase(peer))
         }
     }
@@ -38,7 +39,7 @@ struct AuthorizationTests {
     func others() {
         let user = PeerCredentials(uid: 1000, gid: 1000, pid: 2, groups: [27])
         #expect(!policy.mayLock(user) && !policy.mayChangePasscode(user) && !policy.mayErase(user))
-        #expect(!policy.mayManageRecoveryKey(user))
+        #expect(!policy.mayManageRecoveryKey(user) && !policy.mayCheckStore(user))
         let noGroup = Authorization(adminGroupID: nil, daemonUID: 999)
         #expect(!noGroup.mayLock(PeerCredentials(uid: 1000, gid: 50, pid: 2, groups: [50])))
     }

@@ -194,7 +194,7 @@ struct MessageCodecTests {
         .getProtection(name: "g"), .setProtection(name: "s", protection: .none), .list(prefix: ""),
         .stat(name: "st"), .delete(name: "d"), .acknowledge(sequence: 42),
         .recoveryCreate(passcode: Array("pässcode".utf8)), .recoveryRemove,
-        .recoveryReset(recoveryKey: Array(0..<32), newPasscode: [5]),
+        .recoveryReset(recoveryKey: Array(0..<32), newPasscode: [5]), .check,
     ]
 
     static let responses: [Response] = [
@@ -223,6 +223,11 @@ struct MessageCodecTests {
         .event(WireEvent(kind: .didBecomeUnavailable, sequence: 4, state: .beforeFirstUnlock, reason: .inactivity)),
         .event(WireEvent(kind: .didBecomeAvailable, sequence: 4, state: .unlocked, firstUnlock: true)),
         .recoveryKey(Array(repeating: 0xA5, count: 32)),
+        .checkReport(WireCheckReport(namespaces: 2, files: 9, verifiedFiles: 7, unverifiableFiles: 2, problemCount: 0,
+                                     problems: [])),
+        .checkReport(WireCheckReport(namespaces: 1, files: 3, verifiedFiles: 3, unverifiableFiles: 0, problemCount: 5,
+                                     problems: [.init(uid: 1000, name: "notes/ä", path: "store/x/files/y", description: "d"),
+                                                .init(uid: nil, name: nil, path: "store/junk", description: "e")])),
     ]
 
     @Test("every request survives encode and decode", arguments: requests)
@@ -315,6 +320,38 @@ struct MessageCodecTests {
                                   keyMemoryLocked: false, recoveryKeySet: true, fault: "f")
         let body = Array(Response.status(report).frame(requestID: 1).body.readableBytesView)
         #expect(body.count == 56 + 3 && body[38] == 0 && body[39..<55].allSatisfy { $0 == 0 } && body[55] == 1)
+    }
+
+    @Test("a check report lists the problems that fit one answer under every frame limit, and counts them all")
+    func checkReportFits() throws {
+        let path = "store/" + String(repeating: "p", count: 4000)
+        let problem = WireCheckReport.Problem(uid: 0, name: String(repeating: "n", count: 1024), path: path,
+                                              description: "a name protd does not make")
+        let report = WireCheckReport(namespaces: 1, files: 0, verifiedFiles: 0, unverifiableFiles: 0,
+                                     problemCount: 1000, problems: Array(repeating: problem, count: 1000))
+        let fitted = report.fitted()
+        #expect(fitted.problems.count > 40 && fitted.problems.count < 1000)
+        #expect(fitted.problemCount == 1000)
+        let frame = Response.checkReport(fitted).frame(requestID: 1)
+        #expect(5 + frame.body.readableBytes <= WireProtocol.minimumFrameLength)
+        #expect(try Response(frame: frame) == .checkReport(fitted))
+    }
+
+    @Test("a check report listing more problems than it counts, or an unknown uid that is not 0, is a protocol error")
+    func malformedCheckReport() throws {
+        let counts: [UInt8] = Array(repeating: 0, count: 39) + [1]  // five u64 counts, one problem found
+        let problem: [UInt8] = [0, 0, 0, 0, 0] + [0, 0] + [0, 1, 0x61] + [0, 1, 0x62]  // uid unknown, no name, "a", "b"
+        #expect(try Response(frame: Frame(type: 0x8D, requestID: 1, body: ByteBuffer(bytes: counts + [0, 0, 0, 1] + problem)))
+                == .checkReport(WireCheckReport(namespaces: 0, files: 0, verifiedFiles: 0, unverifiableFiles: 0,
+                                                problemCount: 1, problems: [.init(uid: nil, name: nil, path: "a", description: "b")])))
+        #expect(throws: ProtocolViolation.self) {
+            try Response(frame: Frame(type: 0x8D, requestID: 1, body: ByteBuffer(bytes: counts + [0, 0, 0, 2] + problem + problem)))
+        }
+        var unknownUID = problem
+        unknownUID[4] = 7
+        #expect(throws: ProtocolViolation.self) {
+            try Response(frame: Frame(type: 0x8D, requestID: 1, body: ByteBuffer(bytes: counts + [0, 0, 0, 1] + unknownUID)))
+        }
     }
 
     @Test("a lock's reason byte must name a reason: 0 and unknown bytes are protocol errors; 1 to 4 decode")

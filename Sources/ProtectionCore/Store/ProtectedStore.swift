@@ -638,6 +638,19 @@ public final class ProtectedStore: Sendable {
         quotaCharge?.finish(size: nil)
     }
 
+    /// Checks the store on disk, changing nothing (`StoreCheck`): names,
+    /// sidecars, headers and lengths, and key slots and tags with the class
+    /// keys in memory. Every state; refused once the key bag was found altered.
+    public func check() throws -> StoreCheckReport {
+        _ = try currentKeys()
+        return StoreCheck(files: files, keys: { try? self.currentKeys() }) { identity, body in
+            // As a user of the inode's shared file, so no handle is halfway through a write.
+            let shared = self.joinSharedFile(identity)
+            defer { self.leaveSharedFile(shared) }
+            shared.serialised(body)
+        }.run()
+    }
+
     /// Handles currently open.
     public var openHandleCount: Int {
         state.withLock { $0.handleFiles.count }

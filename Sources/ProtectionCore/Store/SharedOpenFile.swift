@@ -117,6 +117,12 @@ final class SharedOpenFile: Sendable {
         }
     }
 
+    /// Runs `body`, which reads the inode from disk itself, serialised
+    /// with every other caller, whatever the phase (`StoreCheck`).
+    func serialised(_ body: () -> Void) {
+        phase.withLock { _ in body() }
+    }
+
     /// Runs `body` on the file, serialised with every other caller.
     func perform<R>(on name: FileName, _ body: (EncryptedFile) throws -> R) throws -> R {
         try phase.withLock { phase in

@@ -82,22 +82,46 @@ struct StoreNames: Sendable {
     /// sidecar file by name (`nil` when missing).
     func component(of entry: String, parent: String, uid: UInt32,
                    sidecar: (String) -> [UInt8]?) -> String? {
+        try? resolve(entry, parent: parent, uid: uid, sidecar: sidecar).get()
+    }
+
+    /// Why an entry stands for no component where it is (`StoreCheck`).
+    enum EntryFault: Error, Equatable {
+        /// A long entry without its sidecar file.
+        case sidecarMissing
+        /// A long entry whose sidecar holds another entry's sealed name.
+        case sidecarMismatch
+        /// A sealed name that does not open here: made for another
+        /// directory or namespace (moved or copied on disk), or altered.
+        case sealedElsewhere
+        /// Not a name protd makes.
+        case foreign
+    }
+
+    /// `component(of:parent:uid:sidecar:)`, saying why when it is none.
+    func resolve(_ entry: String, parent: String, uid: UInt32,
+                 sidecar: (String) -> [UInt8]?) -> Result<String, EntryFault> {
         let sealed: [UInt8]
         if entry.hasPrefix(Self.longEntryPrefix) {
-            guard !entry.hasSuffix(Self.sidecarSuffix), let stored = sidecar(entry + Self.sidecarSuffix),
-                  (try? longEntryName(stored)) == entry
-            else { return nil }
+            guard !entry.hasSuffix(Self.sidecarSuffix) else { return .failure(.foreign) }
+            guard let stored = sidecar(entry + Self.sidecarSuffix) else { return .failure(.sidecarMissing) }
+            guard (try? longEntryName(stored)) == entry else { return .failure(.sidecarMismatch) }
             sealed = stored
         } else {
-            guard let decoded = Base64URL.decode(entry) else { return nil }
+            guard let decoded = Base64URL.decode(entry) else { return .failure(.foreign) }
             sealed = decoded
         }
+        // A sealed component is the IV and one or more padded blocks.
+        let body = sealed.count - SyntheticIV.ivByteCount
+        guard body > 0, body % Self.padding == 0 else { return .failure(.foreign) }
         guard var padded = try? SyntheticIV.open(sealed, context: componentContext(parent: parent, uid: uid),
                                                  macKey: macKey, encryptionKey: encryptionKey)
-        else { return nil }
+        else { return .failure(.sealedElsewhere) }
         while padded.last == 0 { padded.removeLast() }
-        guard !padded.isEmpty, !padded.contains(PathBytes.slash) else { return nil }
-        return String(validating: padded, as: UTF8.self)
+        guard !padded.isEmpty, !padded.contains(PathBytes.slash),
+              let component = String(validating: padded, as: UTF8.self)
+        else { return .failure(.sealedElsewhere) }
+        return .success(component)
     }
 
     /// Whether `entry` is a long entry's sidecar file.

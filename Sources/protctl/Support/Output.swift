@@ -27,6 +27,14 @@ enum Output {
         _ = bytes.withUnsafeBytes { writeAll(fd, $0) }
     }
 
+    /// `text` with its control characters escaped (`\u{1B}`), so that
+    /// names from disk cannot move the cursor or start a new line.
+    static func printable(_ text: String) -> String {
+        String(text.unicodeScalars.flatMap { scalar in
+            scalar.properties.generalCategory == .control ? Array(scalar.escaped(asASCII: false).unicodeScalars) : [scalar]
+        }.map(Character.init))
+    }
+
     /// A file's attributes as JSON fields.
     static func fields(_ attributes: FileAttributes) -> [String: Any] {
         ["name": attributes.name, "protection": attributes.protection.description, "size": attributes.size,

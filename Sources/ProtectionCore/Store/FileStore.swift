@@ -163,7 +163,7 @@ struct FileStore: Sendable {
         func walk(_ relative: String, in directory: String) throws {
             for entry in try Posix.listDirectory(directory) {
                 guard let component = names.component(of: entry, parent: relative, uid: namespace.uid, sidecar: {
-                    try? Posix.contents(of: directory + "/" + $0, atMost: 4096)
+                    Self.sidecar(at: directory + "/" + $0)
                 }) else { continue }
                 let child = relative.isEmpty ? component : relative + "/" + component
                 var info = stat()
@@ -181,6 +181,20 @@ struct FileStore: Sendable {
         }
         try walk(start.joined(separator: "/"), in: directory)
         return results.sorted()
+    }
+
+    /// The bytes of the sidecar at `path`: a regular file's (never through
+    /// a symlink, never blocking on a FIFO), at most 4 KiB; `nil` for
+    /// anything else.
+    static func sidecar(at path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 4096 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        return count == bytes.count ? bytes : nil
     }
 
     /// Every namespace with a directory in the store.

@@ -1,7 +1,7 @@
 internal import Glibc
 
 /// Moves the files of the first store layout, whose paths showed uids and
-/// names (`ROOT/<uid>/files/<name>`), to sealed names (docs/FORMAT.md 3.5).
+/// names (`ROOT/<uid>/files/<name>`), to sealed names (docs/FORMAT.md 4.6).
 /// Runs at start, before anything else uses the store. Each file moves
 /// with one rename, so a crash or kill at any point leaves every file
 /// under its old path or its new one, and the next start moves the rest;

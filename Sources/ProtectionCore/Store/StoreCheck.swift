@@ -240,10 +240,9 @@ struct StoreCheck {
         }
     }
 
-    /// A long entry's sidecar bytes: a regular file's, at most 4 KiB.
+    /// A long entry's sidecar bytes (`FileStore.sidecar(at:)`).
     private func sidecarContents(_ relative: String) -> [UInt8]? {
-        guard EntryKind(base + "/" + relative) == .file else { return nil }
-        return try? Posix.contents(of: base + "/" + relative, atMost: 4096)
+        FileStore.sidecar(at: base + "/" + relative)
     }
 
     private static func describe(_ fault: StoreNames.EntryFault, _ entry: String) -> String {

@@ -1,6 +1,6 @@
 internal import Sodium
 
-/// The names protd gives namespaces and files on disk (docs/FORMAT.md 3):
+/// The names protd gives namespaces and files on disk (docs/FORMAT.md section 4):
 /// each is sealed with `SyntheticIV` under keys derived from the class D
 /// key, so it is there in every lock state, hides the uid or path
 /// component it stands for, and opens only in the directory and namespace

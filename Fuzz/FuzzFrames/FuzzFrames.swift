@@ -174,7 +174,7 @@ private func writeSeeds(to directory: String) {
         .event(WireEvent(kind: .didBecomeUnavailable, sequence: 5, state: .beforeFirstUnlock, reason: .inactivity)),
         .event(WireEvent(kind: .didBecomeAvailable, sequence: 6, state: .unlocked, firstUnlock: true)),
         .recoveryKey(Array(repeating: 0x5A, count: 32)),
-        .checkReport(WireCheckReport(namespaces: 2, files: 9, verifiedFiles: 6, unverifiableFiles: 2, problemCount: 3,
+        .checkReport(StoreCheckReport(namespaces: 2, files: 9, verifiedFiles: 6, unverifiableFiles: 2, problemCount: 3,
                                      problems: [.init(uid: 1000, name: "notes/a.txt", path: "store/ns/files/entry",
                                                       description: "its length is not whole segments"),
                                                 .init(uid: nil, name: nil, path: "store/1000", description: "legacy")])),

@@ -220,7 +220,7 @@ public final class DataProtectionClient: Sendable {
     public func checkStore(timeout: Duration? = nil) async throws(DataProtectionError) -> StoreCheckReport {
         let response = try await connection.single(.check, timeout: timeout)
         guard case .checkReport(let report) = response else { throw .unexpected(response, to: "check") }
-        return StoreCheckReport(report)
+        return report
     }
 
     /// Destroys every key: every protected file becomes unreadable at once.

@@ -5,6 +5,7 @@
 @_exported public import enum ProtectionModel.ProtectionClass
 @_exported public import enum ProtectionModel.LockState
 @_exported public import enum ProtectionModel.LockReason
+@_exported public import struct ProtectionModel.StoreCheckReport
 
 /// Apple's name for `ProtectionClass`: `.complete`, `.completeUnlessOpen`,
 /// `.completeUntilFirstUserAuthentication` (the default) and `.none`.

@@ -252,7 +252,7 @@ final class Connection {
             let report = try await BlockingIO.run { try store.check() }
             logger.notice("store checked", metadata: ["protd.check.files": "\(report.files)",
                                                       "protd.check.problems": "\(report.problemCount)"])
-            return .checkReport(WireCheckReport(report).fitted())
+            return .checkReport(report.fitted())
         case .writeBegin(let name, let protection, let durable):
             try claimWriteID(id)
             do {
@@ -574,16 +574,5 @@ extension WireAttributes {
     init(_ attributes: FileAttributes) {
         self.init(name: attributes.name.value, protection: attributes.protection, size: UInt64(attributes.size),
                   modificationTime: attributes.modificationTime)
-    }
-}
-
-extension WireCheckReport {
-    init(_ report: StoreCheckReport) {
-        self.init(namespaces: UInt64(report.namespaces), files: UInt64(report.files),
-                  verifiedFiles: UInt64(report.verifiedFiles), unverifiableFiles: UInt64(report.unverifiableFiles),
-                  problemCount: UInt64(report.problemCount),
-                  problems: report.problems.map {
-                      Problem(uid: $0.uid, name: $0.name, path: $0.path, description: $0.description)
-                  })
     }
 }

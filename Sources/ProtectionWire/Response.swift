@@ -35,7 +35,7 @@ public enum Response: Sendable, Equatable {
     /// The recovery key `recoveryCreate` made (`WireProtocol.recoveryKeyByteCount` bytes).
     case recoveryKey([UInt8])
     /// What `check` found in the store.
-    case checkReport(WireCheckReport)
+    case checkReport(StoreCheckReport)
 
     /// The type byte of this response.
     public var type: MessageType {
@@ -148,7 +148,7 @@ public enum Response: Sendable, Equatable {
         case .subscribed: self = .subscribed(try StatusReport.decode(from: &body))
         case .recoveryKey:
             self = .recoveryKey(try body.readWireBytes(count: WireProtocol.recoveryKeyByteCount, "recovery key"))
-        case .checkReport: self = .checkReport(try WireCheckReport.decode(from: &body))
+        case .checkReport: self = .checkReport(try StoreCheckReport.decode(from: &body))
         case .size: self = .size(try body.readWireInteger("size"))
         case .handleOpened:
             self = .handleOpened(handle: try body.readWireInteger("handle"), protection: try body.readWireProtection(),

@@ -223,9 +223,9 @@ struct MessageCodecTests {
         .event(WireEvent(kind: .didBecomeUnavailable, sequence: 4, state: .beforeFirstUnlock, reason: .inactivity)),
         .event(WireEvent(kind: .didBecomeAvailable, sequence: 4, state: .unlocked, firstUnlock: true)),
         .recoveryKey(Array(repeating: 0xA5, count: 32)),
-        .checkReport(WireCheckReport(namespaces: 2, files: 9, verifiedFiles: 7, unverifiableFiles: 2, problemCount: 0,
+        .checkReport(StoreCheckReport(namespaces: 2, files: 9, verifiedFiles: 7, unverifiableFiles: 2, problemCount: 0,
                                      problems: [])),
-        .checkReport(WireCheckReport(namespaces: 1, files: 3, verifiedFiles: 3, unverifiableFiles: 0, problemCount: 5,
+        .checkReport(StoreCheckReport(namespaces: 1, files: 3, verifiedFiles: 3, unverifiableFiles: 0, problemCount: 5,
                                      problems: [.init(uid: 1000, name: "notes/ä", path: "store/x/files/y", description: "d"),
                                                 .init(uid: nil, name: nil, path: "store/junk", description: "e")])),
     ]
@@ -325,9 +325,9 @@ struct MessageCodecTests {
     @Test("a check report lists the problems that fit one answer under every frame limit, and counts them all")
     func checkReportFits() throws {
         let path = "store/" + String(repeating: "p", count: 4000)
-        let problem = WireCheckReport.Problem(uid: 0, name: String(repeating: "n", count: 1024), path: path,
+        let problem = StoreCheckReport.Problem(uid: 0, name: String(repeating: "n", count: 1024), path: path,
                                               description: "a name protd does not make")
-        let report = WireCheckReport(namespaces: 1, files: 0, verifiedFiles: 0, unverifiableFiles: 0,
+        let report = StoreCheckReport(namespaces: 1, files: 0, verifiedFiles: 0, unverifiableFiles: 0,
                                      problemCount: 1000, problems: Array(repeating: problem, count: 1000))
         let fitted = report.fitted()
         #expect(fitted.problems.count > 40 && fitted.problems.count < 1000)
@@ -342,7 +342,7 @@ struct MessageCodecTests {
         let counts: [UInt8] = Array(repeating: 0, count: 39) + [1]  // five u64 counts, one problem found
         let problem: [UInt8] = [0, 0, 0, 0, 0] + [0, 0] + [0, 1, 0x61] + [0, 1, 0x62]  // uid unknown, no name, "a", "b"
         #expect(try Response(frame: Frame(type: 0x8D, requestID: 1, body: ByteBuffer(bytes: counts + [0, 0, 0, 1] + problem)))
-                == .checkReport(WireCheckReport(namespaces: 0, files: 0, verifiedFiles: 0, unverifiableFiles: 0,
+                == .checkReport(StoreCheckReport(namespaces: 0, files: 0, verifiedFiles: 0, unverifiableFiles: 0,
                                                 problemCount: 1, problems: [.init(uid: nil, name: nil, path: "a", description: "b")])))
         #expect(throws: ProtocolViolation.self) {
             try Response(frame: Frame(type: 0x8D, requestID: 1, body: ByteBuffer(bytes: counts + [0, 0, 0, 2] + problem + problem)))

@@ -1,38 +1,7 @@
 internal import Glibc
 internal import Sodium
 
-/// What `ProtectedStore.check()` found: counts, and each problem with
-/// where it is. Names, paths and sentences only, never key material.
-public struct StoreCheckReport: Sendable, Equatable {
-    /// One thing on disk that does not belong or does not verify.
-    public struct Problem: Sendable, Equatable {
-        /// The uid of the namespace it is in, when known.
-        public var uid: UInt32?
-        /// Its name in that namespace, when known.
-        public var name: String?
-        /// Its path, relative to the state directory.
-        public var path: String
-        /// What is wrong, in one line.
-        public var description: String
-    }
-
-    /// Namespace directories.
-    public var namespaces = 0
-    /// Regular files under names that open where they are.
-    public var files = 0
-    /// Files whose key slot and header tag were verified with their class key.
-    public var verifiedFiles = 0
-    /// Files whose class key is not in memory (class A while locked, say):
-    /// only their header's form and length were checked.
-    public var unverifiableFiles = 0
-    /// The first `StoreCheck.listedProblemLimit` problems, in walk order.
-    public var problems: [Problem] = []
-    /// Every problem found, listed or not.
-    public var problemCount = 0
-
-    /// Whether nothing was found wrong.
-    public var isClean: Bool { problemCount == 0 }
-
+extension StoreCheckReport {
     fileprivate mutating func add(uid: UInt32? = nil, name: String? = nil, path: String, _ description: String) {
         problemCount += 1
         guard problems.count < StoreCheck.listedProblemLimit else { return }

@@ -14,27 +14,18 @@ struct SealedNameTests {
     /// The longest component a name may have.
     static let longest = "Wombat" + String(repeating: "w", count: 249)
 
-    private func integrityFailure(_ body: () throws -> Void) -> Bool {
+    /// The code `body` fails with, or nil when it succeeds.
+    private func failure(_ body: () throws -> Void) -> ProtectionError.Code? {
         do {
             try body()
-            return false
-        } catch let error as ProtectionError {
-            return error.code == .integrityFailure
+            return nil
         } catch {
-            return false
+            return (error as? ProtectionError)?.code
         }
     }
 
-    private func notFound(_ body: () throws -> Void) -> Bool {
-        do {
-            try body()
-            return false
-        } catch let error as ProtectionError {
-            return error.code == .notFound
-        } catch {
-            return false
-        }
-    }
+    private func integrityFailure(_ body: () throws -> Void) -> Bool { failure(body) == .integrityFailure }
+    private func notFound(_ body: () throws -> Void) -> Bool { failure(body) == .notFound }
 
     @Test("after writes in every class and three namespaces, no name, path component or uid is in any path or byte of the state directory")
     func nothingInClear() throws {

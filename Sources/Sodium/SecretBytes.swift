@@ -135,6 +135,22 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
         return try Self.keyWindow { try body(UnsafeRawBufferPointer(start: storage.pointer, count: count)) }
     }
 
+    /// A copy of `secret` in a guarded allocation of its own that stays
+    /// readable until the copy is freed, so reading it changes no page
+    /// protection. For keys that every request uses and that guard nothing
+    /// beyond what is in memory in every lock state anyway: the store's
+    /// name keys, derived from class D (docs/SECURITY.md, "How secrets are
+    /// handled"). The copy is still locked in RAM, between guard pages, out
+    /// of core dumps, and zeroed by `wipe()`.
+    package static func pinnedReadableCopy(of secret: SecretBytes) throws -> SecretBytes {
+        let copy = try SecretBytes(count: secret.count, placement: .ownAllocation) { out in
+            try secret.withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+        // Never ended: the region is freed, readable, with the copy.
+        copy.storage.region.beginRead()
+        return copy
+    }
+
     /// Holds this secret's slab writable while `body` runs: key work that
     /// creates, reads and wipes several keys in the slab (opening a file:
     /// unwrapping its key, checking the header tag) then changes page

@@ -4,6 +4,22 @@ import Testing
 
 @Suite("Secret bytes in guarded memory")
 struct SecretBytesTests {
+    @Test("a pinned readable copy has its own allocation, reads with no page-protection change, and is zeroed by wipe")
+    func pinnedReadableCopy() throws {
+        let original = try SecretBytes.random(count: 32)
+        let copy = try SecretBytes.pinnedReadableCopy(of: original)
+        #expect(try copy.constantTimeEquals(original))
+        #expect(!copy.storageForTesting.isInSlab)
+        let region = copy.storageForTesting.region
+        #expect(region.protection == .readOnly)
+        let changes = region.protectionChanges
+        for _ in 0..<100 { _ = try copy.withUnsafeBytes { $0.count } }
+        #expect(region.protectionChanges == changes)
+        copy.wipe()
+        #expect(copy.rawContentsForTesting().allSatisfy { $0 == 0 })
+        #expect(region.protection == .readOnly)
+    }
+
     @Test("a wiped secret reads back as zeros and refuses further use")
     func wipedSecretIsZeroAndUnusable() throws {
         let secret = try SecretBytes.random(count: 32)

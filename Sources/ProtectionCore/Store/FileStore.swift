@@ -114,7 +114,12 @@ struct FileStore: Sendable {
     /// the file length segment by segment, so the length alone can be one
     /// the file never had, or not whole segments at all.
     func attributes(of name: FileName, in namespace: Namespace, openFile: OpenFileAttributes) throws -> FileAttributes {
-        let path = try path(for: name, in: namespace)
+        try attributes(of: name, at: try path(for: name, in: namespace), in: namespace, openFile: openFile)
+    }
+
+    /// `attributes(of:in:openFile:)` for the file at `path`, where `name` is.
+    private func attributes(of name: FileName, at path: String, in namespace: Namespace,
+                            openFile: OpenFileAttributes) throws -> FileAttributes {
         let fd = try Posix.open(path, O_RDONLY | O_NOFOLLOW)
         defer { close(fd) }
         var info = stat()
@@ -138,8 +143,8 @@ struct FileStore: Sendable {
     /// Every file in `namespace` whose name starts with `prefix`, sorted by
     /// name. Entries that are not protd files are skipped.
     func list(in namespace: Namespace, prefix: String, openFile: OpenFileAttributes) throws -> [FileAttributes] {
-        try names(in: namespace, prefix: prefix).compactMap { name in
-            try? attributes(of: name, in: namespace, openFile: openFile)
+        try files(in: namespace, prefix: prefix).compactMap { file in
+            try? attributes(of: file.name, at: file.path, in: namespace, openFile: openFile)
         }
     }
 
@@ -150,6 +155,11 @@ struct FileStore: Sendable {
     /// Entries that stand for no name there (not protd's, or moved or
     /// copied from elsewhere on disk) are skipped; `StoreCheck` reports them.
     func names(in namespace: Namespace, prefix: String) throws -> [FileName] {
+        try files(in: namespace, prefix: prefix).map(\.name)
+    }
+
+    /// `names(in:prefix:)` with each file's path, as the walk found it.
+    private func files(in namespace: Namespace, prefix: String) throws -> [(name: FileName, path: String)] {
         let names = self.names
         var start = PathBytes.components(prefix).map { String(decoding: $0, as: UTF8.self) }
         if !start.isEmpty { start.removeLast() }  // the partial last component, or "" after a trailing "/"
@@ -159,7 +169,7 @@ struct FileStore: Sendable {
             directory += "/" + (try entries(of: whole, in: namespace)).map(\.name).joined(separator: "/")
         }
         guard Posix.exists(directory) else { return [] }
-        var results: [FileName] = []
+        var results: [(name: FileName, path: String)] = []
         func walk(_ relative: String, in directory: String) throws {
             for entry in try Posix.listDirectory(directory) {
                 guard let component = names.component(of: entry, parent: relative, uid: namespace.uid, sidecar: {
@@ -175,12 +185,12 @@ struct FileStore: Sendable {
                     }
                 } else if (info.st_mode & S_IFMT) == S_IFREG, PathBytes.hasPrefix(child, prefix),
                           let name = try? FileName(child) {
-                    results.append(name)
+                    results.append((name, directory + "/" + entry))
                 }
             }
         }
         try walk(start.joined(separator: "/"), in: directory)
-        return results.sorted()
+        return results.sorted { $0.name < $1.name }
     }
 
     /// The bytes of the sidecar at `path`: a regular file's (never through

@@ -87,31 +87,31 @@ struct NamesWorkload {
         for client in clients { await client.close() }
 
         let one = "d" + String(repeating: "N", count: width)
-        compare(label, protd: ("stat of a random name", times.protdStat), plain: ("stat(2) of a random name", times.plainStat),
+        compare(label, protd: ("stat, random name", times.protdStat), plain: ("stat(2), random name", times.plainStat),
                 operations: lookups, ratio: "stat",
                 note: "\(lookups) names at random, the same for both, one awaited at a time from one client: "
                     + "ProtectedFile.attributes (one request; the daemon computes the sealed path, opens the file and "
                     + "reads its header for class and size) against stat(2) of the plain path")
-        compare(label, protd: ("open + close of a random name", times.protdOpen),
-                plain: ("open(2) + close(2) of a random name", times.plainOpen), operations: lookups, ratio: "open + close",
+        compare(label, protd: ("open + close, random name", times.protdOpen),
+                plain: ("open(2) + close(2), random name", times.plainOpen), operations: lookups, ratio: "open + close",
                 note: "the same names: ProtectedFile.open(.existing) then Handle.close() (two requests; the open reads "
                     + "the header and unwraps the file's key) against open(2) O_RDONLY and close(2)")
-        compare(label, protd: ("list of one directory (prefix \(one)/)", times.protdDirectory),
+        compare(label, protd: ("list(prefix: \"\(one)/\")", times.protdDirectory),
                 plain: ("readdir + stat of one directory", times.plainDirectory), operations: directoryListings,
                 ratio: "list of one directory",
                 note: "\(directoryListings) directories of \(Self.perDirectory) files at random: list(prefix:) with the "
                     + "directory's name and a slash (the walk starts in that directory, opens each entry's name and "
                     + "reads each file's header) against opendir/readdir with fstatat(2) of each entry")
-        compare(label, protd: ("list of prefix \(one) (no slash)", times.protdTop),
-                plain: ("readdir of the top + readdir + stat of \(one)", times.plainTop), operations: topListings,
-                ratio: "list of prefix without slash",
+        compare(label, protd: ("list(prefix: \"\(one)\"), no slash", times.protdTop),
+                plain: ("readdir top, readdir + stat \(one)", times.plainTop), operations: topListings,
+                ratio: "prefix without slash",
                 note: "\(topListings) directories at random, named without the slash: the prefix has no whole "
                     + "component, so the walk starts at the top and opens the sealed name of each of its "
                     + "\(directoryCount) entries before it descends into the one that matches; plain reads the top "
                     + "directory's names and lists the matching directory as above")
-        compare(label, protd: ("list of the whole namespace", times.protdAll),
-                plain: ("walk of the whole tree, stat of each entry", times.plainAll), operations: 1, unit: "ms", scale: 1000,
-                ratio: "list of the whole namespace",
+        compare(label, protd: ("list(prefix: \"\"), whole namespace", times.protdAll),
+                plain: ("tree walk, stat of every entry", times.plainAll), operations: 1, unit: "ms", scale: 1000,
+                ratio: "whole namespace",
                 note: "list(prefix: \"\") once per repetition, \(names.count) entries in one answer, against a "
                     + "recursive opendir/readdir with fstatat(2) of every entry")
     }

@@ -51,7 +51,8 @@ enum BenchEnvironment {
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
         if let age = which("age") { facts["age"] = (try? run(age, ["--version"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? "?" }
         if let source = sourceRevision() { facts["protd source"] = source }
-        facts["settings"] = "size \(options.sizeMiB) MiB, \(options.files) small files, \(options.repetitions) repetitions, "
+        facts["settings"] = "size \(options.sizeMiB) MiB, \(options.files) small files, \(options.names) names, "
+            + "\(options.repetitions) repetitions, "
             + "\(options.subscribers) subscribers, \(options.handles) handles"
         return facts
     }

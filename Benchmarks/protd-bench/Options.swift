@@ -12,6 +12,9 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Repetitions per figure (the median is reported).")
     var repetitions = 3
 
+    @Option(help: "Files in the names workload's namespace (in directories of 100).")
+    var names = 100_000
+
     @Option(help: "Subscribers for the lock fan-out.")
     var subscribers = 1000
 
@@ -21,7 +24,7 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Where files go: a tmpfs such as /dev/shm, or a disk directory.")
     var dir = "/dev/shm"
 
-    @Option(help: "Run only these workloads (comma-separated: memory, large, default, overwrite, small, lock); all when absent.")
+    @Option(help: "Run only these workloads (comma-separated: memory, large, default, overwrite, small, names, lock); all when absent.")
     var only: String?
 
     @Option(name: .customLong("disk-dir"),
@@ -34,7 +37,7 @@ struct BenchOptions: ParsableArguments {
     @Option(help: "Write the Markdown report here.")
     var markdown: String?
 
-    /// Whether `workload` (memory, large, small or lock) is to run.
+    /// Whether `workload` (one of the names `--only` takes) is to run.
     func runs(_ workload: String) -> Bool {
         guard let only else { return true }
         return only.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == workload }
@@ -45,6 +48,7 @@ struct BenchOptions: ParsableArguments {
         guard quick else { return }
         sizeMiB = 4
         files = 50
+        names = 1000
         repetitions = 1
         subscribers = 10
         handles = 50

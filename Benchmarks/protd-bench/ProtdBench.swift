@@ -30,6 +30,7 @@ struct ProtdBench: AsyncParsableCommand {
         if options.runs("default") { try await DefaultSettingsWorkload(options: options, report: report).run() }
         if options.runs("overwrite") { try await HandleOverwriteWorkload(options: options, report: report).run(client: admin) }
         if options.runs("small") { try await SmallFilesWorkload(options: options, report: report).run(daemon: daemon) }
+        if options.runs("names") { try await NamesWorkload(options: options, report: report).run() }
         if options.runs("lock") {
             let lock = LockWorkload(options: options, report: report)
             try await lock.fanOut(daemon: daemon, admin: admin)

@@ -243,8 +243,9 @@ struct FileStore: Sendable {
             throw ProtectionError(.notFound, "no file named \(name)")
         }
         try Posix.unlink(path)
-        if PathBytes.lastComponent(of: path).hasPrefix(StoreNames.longEntryPrefix) {
-            // A crash before this leaves the sidecar alone, which names nothing.
+        // A crash before this leaves the sidecar alone, which names nothing;
+        // a create of the same name that came meanwhile keeps it.
+        if PathBytes.lastComponent(of: path).hasPrefix(StoreNames.longEntryPrefix), !Posix.exists(path) {
             try? Posix.unlink(path + StoreNames.sidecarSuffix)
         }
     }

@@ -251,6 +251,9 @@ public final class ProtectedStore: Sendable {
                     }
                 }
                 if outcome.unfinished.isEmpty { try state.keyBag.markFilesBound() }
+                // A version 1 key bag became version 2 at this unlock: it can
+                // now record the sealed names the start moved its files to.
+                try state.keyBag.markNamesSealed()
             } catch {
                 return .failed("rewriting file headers: \(error)")
             }

@@ -67,11 +67,14 @@ struct FileStore: Sendable {
     /// The entries of `name`'s components, from the top.
     private func entries(of name: FileName, in namespace: Namespace) throws -> [StoreNames.Entry] {
         let names = self.names
+        var entries: [StoreNames.Entry] = []
         var parent = ""
-        return try PathBytes.components(name.value).map { component in
-            defer { parent = parent.isEmpty ? String(decoding: component, as: UTF8.self) : parent + "/" + String(decoding: component, as: UTF8.self) }
-            return try names.entry(for: component, parent: parent, uid: namespace.uid)
+        for component in PathBytes.components(name.value) {
+            entries.append(try names.entry(for: component, parent: parent, uid: namespace.uid))
+            let text = String(decoding: component, as: UTF8.self)
+            parent = parent.isEmpty ? text : parent + "/" + text
         }
+        return entries
     }
 
     /// Forgets which namespaces exist (after everything was removed).
@@ -235,9 +238,9 @@ struct FileStore: Sendable {
         return false
     }
 
-    /// Removes `name`; `notFound` when there is none.
-    func delete(_ name: FileName, in namespace: Namespace) throws {
-        let path = try path(for: name, in: namespace)
+    /// Removes `name`, whose path (`path(for:in:)`) is `path`; `notFound`
+    /// when there is none.
+    func delete(_ name: FileName, at path: String) throws {
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw ProtectionError(.notFound, "no file named \(name)")

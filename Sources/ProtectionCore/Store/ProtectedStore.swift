@@ -634,10 +634,11 @@ public final class ProtectedStore: Sendable {
     /// Deletes `name`; works in every state.
     public func delete(_ name: FileName, in namespace: Namespace) throws {
         // Quota (NamespaceQuota): the file's bytes and place are given back.
-        let quotaCharge = quota.charge(replacing: try files.path(for: name, in: namespace), in: namespace) {
+        let path = try files.path(for: name, in: namespace)
+        let quotaCharge = quota.charge(replacing: path, in: namespace) {
             try? attributes(of: name, in: namespace).size
         }
-        try files.delete(name, in: namespace)
+        try files.delete(name, at: path)
         quotaCharge?.finish(size: nil)
     }
 

@@ -12,20 +12,21 @@ struct FileStore: Sendable {
     /// every operation cost two mkdir calls per path component), as of
     /// `generation`, which every `forgetNamespaces` bumps.
     private let preparedNamespaces = LockedState<(directories: [UInt32: String], generation: UInt64)>(([:], 0))
-    /// The keys that name entries; an erase replaces them.
-    private let currentNames: LockedState<StoreNames>
+    /// The keys that name entries, which an erase replaces, and the
+    /// entries of recently used directories.
+    private let sealedPaths: SealedPaths
 
     init(root: String, names: StoreNames) {
         self.root = root
-        currentNames = LockedState(names)
+        sealedPaths = SealedPaths(names)
     }
 
     /// The name keys in use.
-    var names: StoreNames { currentNames.withLock { $0 } }
+    var names: StoreNames { sealedPaths.names }
 
     /// Names entries with `names` from now on (after an erase made new keys).
     func useNames(_ names: StoreNames) {
-        currentNames.withLock { $0 = names }
+        sealedPaths.use(names)
         forgetNamespaces()
     }
 
@@ -66,15 +67,7 @@ struct FileStore: Sendable {
 
     /// The entries of `name`'s components, from the top.
     private func entries(of name: FileName, in namespace: Namespace) throws -> [StoreNames.Entry] {
-        let names = self.names
-        var entries: [StoreNames.Entry] = []
-        var parent = ""
-        for component in PathBytes.components(name.value) {
-            entries.append(try names.entry(for: component, parent: parent, uid: namespace.uid))
-            let text = String(decoding: component, as: UTF8.self)
-            parent = parent.isEmpty ? text : parent + "/" + text
-        }
-        return entries
+        try sealedPaths.entries(of: name, uid: namespace.uid)
     }
 
     /// Forgets which namespaces exist (after everything was removed).
@@ -87,18 +80,23 @@ struct FileStore: Sendable {
 
     /// Like `path(for:in:)`, also creating the name's parent directories
     /// and the sidecars of its long components, each sidecar before its
-    /// entry (so no entry is ever without its name).
+    /// entry (so no entry is ever without its name). A directory is made
+    /// (with those above it) only where a sidecar must go in, and for the
+    /// file's own: one system call when they exist, the common case.
     func pathCreatingParents(for name: FileName, in namespace: Namespace) throws -> String {
         var path = try preparedNamespaceDirectory(namespace) + "/files"
         let entries = try entries(of: name, in: namespace)
         for (index, entry) in entries.enumerated() {
-            if let sidecar = entry.sidecar, !Posix.exists(path + "/" + entry.name + StoreNames.sidecarSuffix) {
-                try atomicWriter(for: namespace).write(sidecar, to: path + "/" + entry.name + StoreNames.sidecarSuffix,
-                                                       durable: true)
+            if let sidecar = entry.sidecar {
+                if index > 0 { try Posix.makeDirectories(path) }
+                let sidecarPath = path + "/" + entry.name + StoreNames.sidecarSuffix
+                if !Posix.exists(sidecarPath) {
+                    try atomicWriter(for: namespace).write(sidecar, to: sidecarPath, durable: true)
+                }
             }
             path += "/" + entry.name
-            if index < entries.count - 1 { try Posix.makeDirectories(path) }
         }
+        if entries.count > 1 { try Posix.makeDirectories(PathBytes.parent(of: path)) }
         return path
     }
 

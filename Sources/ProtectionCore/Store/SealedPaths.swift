@@ -1,0 +1,75 @@
+/// The on-disk entries (`StoreNames`) of file names under the store's
+/// current name keys. It remembers the entries of the last directories it
+/// sealed, up to `rememberedDirectories`: every file in a directory shares
+/// them, and sealing each of a name's components again on every request
+/// cost about a tenth of small-file throughput for names two directories
+/// deep. An erase's new keys (`use`) forget them all.
+final class SealedPaths: Sendable {
+    /// A directory: the logical path of its components in one namespace.
+    private struct Directory: Hashable {
+        let uid: UInt32
+        let path: String
+    }
+
+    private struct State {
+        var names: StoreNames
+        var directories: [Directory: [StoreNames.Entry]] = [:]
+        /// Bumped by every `use`, so entries sealed under the keys before
+        /// it are not remembered after it.
+        var generation: UInt64 = 0
+    }
+
+    /// How many directories' entries are remembered; when full, all are
+    /// forgotten at once (a store of more directories than this seals
+    /// their names again, as it would without the memory).
+    static let rememberedDirectories = 4096
+
+    private let state: LockedState<State>
+
+    init(_ names: StoreNames) {
+        state = LockedState(State(names: names))
+    }
+
+    /// The name keys in use.
+    var names: StoreNames { state.withLock { $0.names } }
+
+    /// Seals with `names` from now on (after an erase made new keys).
+    func use(_ names: StoreNames) {
+        state.withLock { $0 = State(names: names, generation: $0.generation + 1) }
+    }
+
+    /// The entries of `name`'s components in `uid`'s namespace, from the top.
+    func entries(of name: FileName, uid: UInt32) throws -> [StoreNames.Entry] {
+        var components = PathBytes.components(name.value)
+        let last = components.removeLast()
+        let directory = Directory(uid: uid, path: components.map { String(decoding: $0, as: UTF8.self) }
+                                                          .joined(separator: "/"))
+        let (names, remembered, generation) = state.withLock { ($0.names, $0.directories[directory], $0.generation) }
+        var entries: [StoreNames.Entry]
+        if let remembered {
+            entries = remembered
+        } else {
+            entries = try Self.entries(of: components, uid: uid, names: names)
+            state.withLock { state in
+                guard state.generation == generation else { return }
+                if state.directories.count >= Self.rememberedDirectories { state.directories.removeAll() }
+                state.directories[directory] = entries
+            }
+        }
+        entries.append(try names.entry(for: last, parent: directory.path, uid: uid))
+        return entries
+    }
+
+    /// The entries of the directory whose components are `components`.
+    private static func entries(of components: [ArraySlice<UInt8>], uid: UInt32,
+                                names: StoreNames) throws -> [StoreNames.Entry] {
+        var entries: [StoreNames.Entry] = []
+        var parent = ""
+        for component in components {
+            entries.append(try names.entry(for: component, parent: parent, uid: uid))
+            let text = String(decoding: component, as: UTF8.self)
+            parent = parent.isEmpty ? text : parent + "/" + text
+        }
+        return entries
+    }
+}

@@ -6,9 +6,11 @@ public enum Base64URL {
     /// The encoding of `bytes`.
     public static func encode(_ bytes: [UInt8]) -> String {
         let variant = sodium_base64_VARIANT_URLSAFE_NO_PADDING
-        var text = [CChar](repeating: 0, count: sodium_base64_encoded_len(bytes.count, variant))
-        _ = sodium_bin2base64(&text, text.count, bytes, bytes.count, variant)
-        return String(cString: text)
+        let capacity = sodium_base64_encoded_len(bytes.count, variant)  // with the closing NUL
+        return String(unsafeUninitializedCapacity: capacity) { text in
+            text.withMemoryRebound(to: CChar.self) { _ = sodium_bin2base64($0.baseAddress!, capacity, bytes, bytes.count, variant) }
+            return capacity - 1
+        }
     }
 
     /// The bytes `text` encodes, or `nil` unless `text` is exactly what

@@ -18,8 +18,16 @@ public enum SyntheticIV {
     /// Seals `plaintext` bound to `context`.
     public static func seal(_ plaintext: [UInt8], context: [UInt8], macKey: SecretBytes,
                             encryptionKey: SecretBytes) throws -> [UInt8] {
-        let iv = try syntheticIV(plaintext, context: context, macKey: macKey)
-        return try iv + xor(plaintext, iv: iv, key: encryptionKey)
+        var sealed = [UInt8](repeating: 0, count: ivByteCount + plaintext.count)
+        try sealed.withUnsafeMutableBytes { out in
+            let iv = UnsafeMutableRawBufferPointer(rebasing: out[..<ivByteCount])
+            try syntheticIV(plaintext, context: context, macKey: macKey, into: iv)
+            try plaintext.withUnsafeBytes { input in
+                try xor(input, iv: UnsafeRawBufferPointer(iv), key: encryptionKey,
+                        into: UnsafeMutableRawBufferPointer(rebasing: out[ivByteCount...]))
+            }
+        }
+        return sealed
     }
 
     /// Opens what `seal` made under the same context and keys; throws
@@ -30,32 +38,54 @@ public enum SyntheticIV {
             throw SodiumError(.authenticationFailed, "authentication failed: the sealed value is too short")
         }
         let iv = Array(sealed[..<ivByteCount])
-        let plaintext = try xor(Array(sealed[ivByteCount...]), iv: iv, key: encryptionKey)
-        guard KeyedBlake2b.tagsEqual(try syntheticIV(plaintext, context: context, macKey: macKey), iv) else {
+        var plaintext = [UInt8](repeating: 0, count: sealed.count - ivByteCount)
+        var expected = [UInt8](repeating: 0, count: ivByteCount)
+        try sealed.withUnsafeBytes { input in
+            try iv.withUnsafeBytes { ivBytes in
+                try plaintext.withUnsafeMutableBytes { output in
+                    try xor(UnsafeRawBufferPointer(rebasing: input[ivByteCount...]), iv: ivBytes, key: encryptionKey,
+                            into: output)
+                }
+            }
+        }
+        try expected.withUnsafeMutableBytes { try syntheticIV(plaintext, context: context, macKey: macKey, into: $0) }
+        guard KeyedBlake2b.tagsEqual(expected, iv) else {
             throw SodiumError(.authenticationFailed, "authentication failed: wrong key, context or tampered data")
         }
         return plaintext
     }
 
-    private static func syntheticIV(_ plaintext: [UInt8], context: [UInt8], macKey: SecretBytes) throws -> [UInt8] {
-        var length: [UInt8] = []
-        var count = UInt32(context.count)
-        for _ in 0..<4 { length.append(UInt8(count & 0xFF)); count >>= 8 }
-        return try KeyedBlake2b.mac(key: macKey, parts: [length, context, plaintext], length: ivByteCount)
+    /// The IV of `plaintext` under `context`, written into `iv` (16 bytes).
+    private static func syntheticIV(_ plaintext: [UInt8], context: [UInt8], macKey: SecretBytes,
+                                    into iv: UnsafeMutableRawBufferPointer) throws {
+        var length = UInt32(context.count).littleEndian
+        try withUnsafeBytes(of: &length) { lengthBytes in
+            try context.withUnsafeBytes { contextBytes in
+                try plaintext.withUnsafeBytes { plaintextBytes in
+                    try KeyedBlake2b.hash(key: macKey, buffers: [lengthBytes, contextBytes, plaintextBytes], into: iv)
+                }
+            }
+        }
     }
 
-    private static func xor(_ input: [UInt8], iv: [UInt8], key: SecretBytes) throws -> [UInt8] {
+    /// `input` XOR the XChaCha20 stream of `key` and nonce `iv || 0^8`, into `output` (as long as `input`).
+    private static func xor(_ input: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer, key: SecretBytes,
+                            into output: UnsafeMutableRawBufferPointer) throws {
         try SodiumRuntime.ensureInitialised()
         guard key.count == Int(crypto_stream_xchacha20_KEYBYTES) else {
             throw SodiumError(.invalidLength, "the SIV encryption key must be \(crypto_stream_xchacha20_KEYBYTES) bytes")
         }
-        let nonce = iv + [UInt8](repeating: 0, count: Int(crypto_stream_xchacha20_NONCEBYTES) - ivByteCount)
-        var output = [UInt8](repeating: 0, count: input.count)
-        guard !input.isEmpty else { return output }
-        try key.withUnsafeBytes { keyBytes in
-            _ = crypto_stream_xchacha20_xor(&output, input, UInt64(input.count), nonce,
-                                            keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        precondition(input.count == output.count, "SIV output must be as long as its input")
+        guard !input.isEmpty else { return }
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(crypto_stream_xchacha20_NONCEBYTES)) { nonce in
+            nonce.initialize(repeating: 0)
+            UnsafeMutableRawBufferPointer(nonce).copyMemory(from: iv)
+            try key.withUnsafeBytes { keyBytes in
+                _ = crypto_stream_xchacha20_xor(output.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                input.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                UInt64(input.count), nonce.baseAddress!,
+                                                keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
         }
-        return output
     }
 }

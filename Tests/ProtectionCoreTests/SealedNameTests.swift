@@ -106,6 +106,27 @@ struct SealedNameTests {
         #expect(try list("z/") == ["z/short"])
     }
 
+    @Test("long directory components at every depth get their sidecars, and a write under one whose sidecar is gone writes it again")
+    func sidecarsOfNestedDirectories() throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        let names = ["\(Self.long)/a/\(Self.longest)/b", "\(Self.long)/a/\(Self.longest)/c", "x/\(Self.long)/\(Self.long)/y"]
+        for name in names { try fixture.store.write([7], to: fixture.name(name), in: fixture.namespace, protection: .none) }
+        #expect(try fixture.store.check().isClean)
+        #expect(try fixture.store.list(in: fixture.namespace, prefix: "").map(\.name.value) == names.sorted())
+
+        // The sidecar of the third component of the first two names.
+        let directory = try fixture.diskPath(names[0])
+        let third = ((directory as NSString).deletingLastPathComponent as NSString)
+        let sidecar = third.deletingLastPathComponent + "/" + third.lastPathComponent + ".n"
+        #expect(FileManager.default.fileExists(atPath: sidecar))
+        try FileManager.default.removeItem(atPath: sidecar)
+        #expect(try !fixture.store.check().isClean)
+        try fixture.store.write([8], to: fixture.name(names[1]), in: fixture.namespace, protection: .none)
+        #expect(FileManager.default.fileExists(atPath: sidecar))
+        #expect(try fixture.store.check().isClean)
+        #expect(try fixture.store.read(fixture.name(names[0]), in: fixture.namespace) == [7])
+    }
+
     @Test("an entry moved or copied to another directory or namespace names nothing there, and its name is not found")
     func movedAndCopiedEntries() throws {
         let fixture = try StoreFixture(segmentSize: 1024)

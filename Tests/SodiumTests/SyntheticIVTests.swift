@@ -1,3 +1,4 @@
+import CSodium
 import Sodium
 import Testing
 
@@ -24,6 +25,29 @@ struct SyntheticIVTests {
         #expect(try seal("payroll.csv", "dir2") != sealed)
         // The plaintext does not show through.
         #expect(!sealed.indices.contains { sealed[$0...].starts(with: Array("payroll".utf8)) })
+    }
+
+    @Test("seal is the construction docs/FORMAT.md states, computed here with libsodium directly")
+    func knownConstruction() throws {
+        let macText = "an SIV MAC key of 32 bytes long!", encryptionText = "an SIV XChaCha20 key, 32 bytes.."
+        let macKey = try SecretBytes(utf8: macText), encryptionKey = try SecretBytes(utf8: encryptionText)
+        for (plaintext, context) in [("payroll.csv", "\u{2}dir"), (String(repeating: "p", count: 200), ""), ("x", "\u{1}")] {
+            let plainBytes = Array(plaintext.utf8), contextBytes = Array(context.utf8)
+            // iv = keyed BLAKE2b-128(macKey, len(context) u32 LE || context || plaintext)
+            let count = UInt32(contextBytes.count)
+            let input = [UInt8(count & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count >> 16 & 0xFF), UInt8(count >> 24)]
+                + contextBytes + plainBytes
+            var iv = [UInt8](repeating: 0, count: 16)
+            let macBytes = Array(macText.utf8), encryptionBytes = Array(encryptionText.utf8)
+            _ = crypto_generichash(&iv, 16, input, UInt64(input.count), macBytes, macBytes.count)
+            // sealed = iv || XChaCha20(encryptionKey, iv || 0^8) XOR plaintext
+            var body = [UInt8](repeating: 0, count: plainBytes.count)
+            _ = crypto_stream_xchacha20_xor(&body, plainBytes, UInt64(plainBytes.count), iv + [UInt8](repeating: 0, count: 8),
+                                            encryptionBytes)
+            let sealed = try SyntheticIV.seal(plainBytes, context: contextBytes, macKey: macKey, encryptionKey: encryptionKey)
+            #expect(sealed == iv + body)
+            #expect(try SyntheticIV.open(iv + body, context: contextBytes, macKey: macKey, encryptionKey: encryptionKey) == plainBytes)
+        }
     }
 
     @Test("a sealed value opened under another context, other keys, or with any byte flipped is refused")

@@ -72,8 +72,11 @@ struct StoreNames: Sendable {
     /// The entry of `component` in the directory `parent` (the logical
     /// path of the components before it, empty at the top) of `uid`'s files.
     func entry(for component: some Collection<UInt8>, parent: String, uid: UInt32) throws -> Entry {
-        var padded = Array(component)
-        padded += [UInt8](repeating: 0, count: (Self.padding - padded.count % Self.padding) % Self.padding)
+        let paddedCount = (component.count + Self.padding - 1) / Self.padding * Self.padding
+        var padded: [UInt8] = []
+        padded.reserveCapacity(paddedCount)
+        padded.append(contentsOf: component)
+        padded.append(contentsOf: repeatElement(0, count: paddedCount - component.count))
         let sealed = try SyntheticIV.seal(padded, context: componentContext(parent: parent, uid: uid),
                                           macKey: macKey, encryptionKey: encryptionKey)
         guard component.count > Self.longestShortComponent else { return Entry(name: Base64URL.encode(sealed), sidecar: nil) }
@@ -135,7 +138,11 @@ struct StoreNames: Sendable {
     }
 
     private func componentContext(parent: String, uid: UInt32) -> [UInt8] {
-        [Kind.component.rawValue] + uid.littleEndianBytes + Array(parent.utf8)
+        var context: [UInt8] = [Kind.component.rawValue]
+        context.reserveCapacity(1 + 4 + parent.utf8.count)
+        context.appendLittleEndian(uid)
+        context.append(contentsOf: parent.utf8)
+        return context
     }
 
     private func longEntryName(_ sealed: [UInt8]) throws -> String {

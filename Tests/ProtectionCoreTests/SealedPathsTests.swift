@@ -28,7 +28,6 @@ struct SealedPathsTests {
                 }
             }
         }
-        #expect(try paths.entries(of: FileName("a/b"), uid: 0) != paths.entries(of: FileName("a/b"), uid: 1000))
     }
 
     @Test("new keys forget every remembered directory")
@@ -36,22 +35,33 @@ struct SealedPathsTests {
         let old = try StoreNames(classD: SecretBytes.random(count: 32))
         let new = try StoreNames(classD: SecretBytes.random(count: 32))
         let paths = SealedPaths(old)
-        let before = try paths.entries(of: FileName("d/e/f"), uid: 5)
+        _ = try paths.entries(of: FileName("d/e/f"), uid: 5)
+        #expect(paths.rememberedEntryCount == 2)
         paths.use(new)
-        let after = try paths.entries(of: FileName("d/e/f"), uid: 5)
-        #expect(after == (try sealedAfresh("d/e/f", uid: 5, names: new)))
-        #expect(after[0] != before[0] && after[1] != before[1])
+        #expect(paths.rememberedEntryCount == 0)
+        #expect(try paths.entries(of: FileName("d/e/f"), uid: 5) == sealedAfresh("d/e/f", uid: 5, names: new))
     }
 
-    @Test("more directories than it remembers still seal correctly")
-    func beyondCapacity() throws {
+    @Test("the memory stays within its entry count, for many directories and for deep ones, and still seals correctly")
+    func bounded() throws {
         let names = try StoreNames(classD: SecretBytes.random(count: 32))
         let paths = SealedPaths(names)
-        for index in 0..<(SealedPaths.rememberedDirectories + 10) {
-            _ = try paths.entries(of: FileName("dir\(index)/f"), uid: 1)
+        _ = try paths.entries(of: FileName("top-level"), uid: 1)
+        #expect(paths.rememberedEntryCount == 0, "a top-level name has no directory to remember")
+        _ = try paths.entries(of: FileName("a/b/c"), uid: 1)
+        _ = try paths.entries(of: FileName("a/b/d"), uid: 1)
+        #expect(paths.rememberedEntryCount == 2, "a/b is remembered once, as its two entries")
+
+        let deep = String(repeating: "d/", count: 400) + "f"
+        var largest = 0
+        for index in 0..<(SealedPaths.rememberedEntries / 2) {
+            _ = try paths.entries(of: FileName("dir\(index)/sub/f"), uid: 1)
+            if index % 50 == 0 { _ = try paths.entries(of: FileName("\(index)/" + deep), uid: 1) }
+            largest = max(largest, paths.rememberedEntryCount)
         }
-        for index in [0, 1, SealedPaths.rememberedDirectories - 1, SealedPaths.rememberedDirectories + 9] {
-            let name = "dir\(index)/f"
+        #expect(largest <= SealedPaths.rememberedEntries)
+        #expect(largest > SealedPaths.rememberedEntries / 2, "it remembered directories until it was full")
+        for name in ["dir0/sub/f", "dir\(SealedPaths.rememberedEntries / 2 - 1)/sub/f", "0/" + deep] {
             #expect(try paths.entries(of: FileName(name), uid: 1) == sealedAfresh(name, uid: 1, names: names))
         }
     }

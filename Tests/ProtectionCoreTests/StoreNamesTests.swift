@@ -29,6 +29,30 @@ struct StoreNamesTests {
         }
     }
 
+    @Test("namespace, short and long entries are docs/FORMAT.md section 4's, computed here from the SIV and the key labels")
+    func knownLayout() throws {
+        let classD = try SecretBytes(utf8: "a class D key of thirty-two bytes")
+        let names = try StoreNames(classD: classD)
+        let macKey = try KeyedBlake2b.deriveKey(key: classD, parts: [Array("protd.names.mac.v1".utf8)])
+        let encryptionKey = try KeyedBlake2b.deriveKey(key: classD, parts: [Array("protd.names.encryption.v1".utf8)])
+        func siv(_ plaintext: [UInt8], _ context: [UInt8]) throws -> [UInt8] {
+            try SyntheticIV.seal(plaintext, context: context, macKey: macKey, encryptionKey: encryptionKey)
+        }
+        // uid 1000 is E8 03 00 00 as u32 LE.
+        #expect(try names.namespaceEntry(1000) == Base64URL.encode(siv([0xE8, 0x03, 0, 0], [0x01])))
+
+        let short = Array("report.pdf".utf8)  // 10 bytes, padded to 16
+        let shortSealed = try siv(short + [UInt8](repeating: 0, count: 6), [0x02, 0xE8, 0x03, 0, 0] + Array("a/b".utf8))
+        #expect(try names.entry(for: short, parent: "a/b", uid: 1000) == StoreNames.Entry(name: Base64URL.encode(shortSealed), sidecar: nil))
+        let sixteen = Array("exactly16bytes!!".utf8)  // a multiple of 16: no padding
+        #expect(try names.entry(for: sixteen, parent: "", uid: 1000).name == Base64URL.encode(siv(sixteen, [0x02, 0xE8, 0x03, 0, 0])))
+
+        let long = [UInt8](repeating: UInt8(ascii: "L"), count: 200)  // padded to 208
+        let longSealed = try siv(long + [UInt8](repeating: 0, count: 8), [0x02, 0xE8, 0x03, 0, 0] + Array("a".utf8))
+        let longName = "~" + Base64URL.encode(try KeyedBlake2b.mac(key: macKey, parts: [[0x03], longSealed]))
+        #expect(try names.entry(for: long, parent: "a", uid: 1000) == StoreNames.Entry(name: longName, sidecar: longSealed))
+    }
+
     @Test("entries that protd did not make stand for nothing, and never trap")
     func foreignEntries() throws {
         var random = SeededGenerator(seed: 0x37_0002)

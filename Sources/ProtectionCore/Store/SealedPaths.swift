@@ -1,9 +1,9 @@
 /// The on-disk entries (`StoreNames`) of file names under the store's
-/// current name keys. It remembers the entries of the last directories it
-/// sealed, up to `rememberedDirectories`: every file in a directory shares
-/// them, and sealing each of a name's components again on every request
-/// cost about 5% of small-file read throughput for names two directories
-/// deep. An erase's new keys (`use`) forget them all.
+/// current name keys. It remembers the entries of the directories it
+/// sealed last, up to `rememberedEntries` entries in all: every file in a
+/// directory shares them, and sealing each of a name's components again
+/// on every request cost about 5% of small-file read throughput for names
+/// two directories deep. An erase's new keys (`use`) forget them all.
 final class SealedPaths: Sendable {
     /// A directory: the logical path of its components in one namespace.
     private struct Directory: Hashable {
@@ -14,15 +14,20 @@ final class SealedPaths: Sendable {
     private struct State {
         var names: StoreNames
         var directories: [Directory: [StoreNames.Entry]] = [:]
+        /// The entries in `directories`, all directories together.
+        var entryCount = 0
         /// Bumped by every `use`, so entries sealed under the keys before
         /// it are not remembered after it.
         var generation: UInt64 = 0
     }
 
-    /// How many directories' entries are remembered; when full, all are
-    /// forgotten at once (a store of more directories than this seals
-    /// their names again, as it would without the memory).
-    static let rememberedDirectories = 4096
+    /// How many entries are remembered, counted per component so that deep
+    /// or long names cannot make the memory large: at most about 2.5 MiB
+    /// with the longest components (their sidecar bytes and the directory
+    /// paths included). When it is full all are forgotten at once: a store
+    /// of more directories than this seals their names again, as it would
+    /// without the memory.
+    static let rememberedEntries = 4096
 
     private let state: LockedState<State>
 
@@ -32,6 +37,9 @@ final class SealedPaths: Sendable {
 
     /// The name keys in use.
     var names: StoreNames { state.withLock { $0.names } }
+
+    /// How many entries are remembered now (for tests).
+    var rememberedEntryCount: Int { state.withLock { $0.entryCount } }
 
     /// Seals with `names` from now on (after an erase made new keys).
     func use(_ names: StoreNames) {
@@ -46,14 +54,21 @@ final class SealedPaths: Sendable {
                                                           .joined(separator: "/"))
         let (names, remembered, generation) = state.withLock { ($0.names, $0.directories[directory], $0.generation) }
         var entries: [StoreNames.Entry]
-        if let remembered {
+        if components.isEmpty {
+            entries = []
+        } else if let remembered {
             entries = remembered
         } else {
             entries = try Self.entries(of: components, uid: uid, names: names)
             state.withLock { state in
-                guard state.generation == generation else { return }
-                if state.directories.count >= Self.rememberedDirectories { state.directories.removeAll() }
+                guard state.generation == generation, state.directories[directory] == nil,
+                      entries.count <= Self.rememberedEntries else { return }
+                if state.entryCount + entries.count > Self.rememberedEntries {
+                    state.directories.removeAll()
+                    state.entryCount = 0
+                }
                 state.directories[directory] = entries
+                state.entryCount += entries.count
             }
         }
         entries.append(try names.entry(for: last, parent: directory.path, uid: uid))

@@ -22,7 +22,7 @@ final class SealedPaths: Sendable {
     }
 
     /// How many entries are remembered, counted per component so that deep
-    /// or long names cannot make the memory large: at most about 2.5 MiB
+    /// or long names cannot make the memory large: at most about 3 MiB
     /// with the longest components (their sidecar bytes and the directory
     /// paths included). When it is full all are forgotten at once: a store
     /// of more directories than this seals their names again, as it would

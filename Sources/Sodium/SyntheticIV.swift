@@ -37,19 +37,16 @@ public enum SyntheticIV {
         guard sealed.count >= ivByteCount else {
             throw SodiumError(.authenticationFailed, "authentication failed: the sealed value is too short")
         }
-        let iv = Array(sealed[..<ivByteCount])
         var plaintext = [UInt8](repeating: 0, count: sealed.count - ivByteCount)
-        var expected = [UInt8](repeating: 0, count: ivByteCount)
         try sealed.withUnsafeBytes { input in
-            try iv.withUnsafeBytes { ivBytes in
-                try plaintext.withUnsafeMutableBytes { output in
-                    try xor(UnsafeRawBufferPointer(rebasing: input[ivByteCount...]), iv: ivBytes, key: encryptionKey,
-                            into: output)
-                }
+            try plaintext.withUnsafeMutableBytes { output in
+                try xor(UnsafeRawBufferPointer(rebasing: input[ivByteCount...]),
+                        iv: UnsafeRawBufferPointer(rebasing: input[..<ivByteCount]), key: encryptionKey, into: output)
             }
         }
+        var expected = [UInt8](repeating: 0, count: ivByteCount)
         try expected.withUnsafeMutableBytes { try syntheticIV(plaintext, context: context, macKey: macKey, into: $0) }
-        guard KeyedBlake2b.tagsEqual(expected, iv) else {
+        guard KeyedBlake2b.tagsEqual(expected, Array(sealed[..<ivByteCount])) else {
             throw SodiumError(.authenticationFailed, "authentication failed: wrong key, context or tampered data")
         }
         return plaintext

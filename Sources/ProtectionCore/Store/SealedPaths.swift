@@ -61,8 +61,9 @@ final class SealedPaths: Sendable {
         } else {
             entries = try Self.entries(of: components, uid: uid, names: names)
             state.withLock { state in
-                guard state.generation == generation, state.directories[directory] == nil,
-                      entries.count <= Self.rememberedEntries else { return }
+                // A directory has at most `FileName.maxByteCount / 2`
+                // components, far fewer than the memory holds.
+                guard state.generation == generation, state.directories[directory] == nil else { return }
                 if state.entryCount + entries.count > Self.rememberedEntries {
                     state.directories.removeAll()
                     state.entryCount = 0

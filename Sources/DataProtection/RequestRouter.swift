@@ -172,11 +172,13 @@ final class RequestRouter: Sendable {
             state.sweepArmed = state.failure == nil && (!state.slots.isEmpty || !state.sends.isEmpty)
             return (expired, stalled, state.sweepArmed)
         }
-        for (waiter, error) in expired { waiter.resume(returning: .failure(error)) }
+        // Closed before the waiters learn of their timeout, so a call they
+        // make next already finds the connection closed.
         if let stalledChannel {
             close(with: .timedOut("protd took no data for \(timeout.components.seconds) seconds, so the connection was closed"))
             stalledChannel.close(promise: nil)
         }
+        for (waiter, error) in expired { waiter.resume(returning: .failure(error)) }
         if rearm { scheduleSweep() }
     }
 

@@ -10,13 +10,12 @@ internal import Synchronization
 /// and, while its slab is in use anyway, no syscall at all.
 ///
 /// Sizes: a slot is 64 bytes, the largest small secret and one cache line. A
-/// slab holds 63 slots, 4,032 bytes: with libsodium's 16-byte canary in
-/// front that fits one 4 KiB page, so slots start 64-byte aligned and the
-/// slab costs 2 resident pages (its mlocked data page plus libsodium's size
-/// page) for 63 keys. One page is what every protection change touches: a
-/// slab of 16 pages made each key window's `mprotect` walk (and, to make
-/// the locked pages writable, populate) 16 pages, and put 1,022 other keys
-/// behind it; small reads ran about 3% faster with one page.
+/// slab holds 1023 slots, 65,472 bytes: with libsodium's 16-byte canary in
+/// front that fills exactly 16 pages, so slots start 64-byte aligned and the
+/// slab costs 17 resident pages (16 mlocked data pages plus libsodium's size
+/// page) for 1023 keys. Larger slabs would shave the per-slab page further
+/// but put more keys behind each read-only window and use more `mlock`
+/// budget for a single warm slab.
 ///
 /// Free policy: a freed slot must already be zero (`SecretBytes` wipes before
 /// it releases). A slab that becomes entirely free is freed with
@@ -28,7 +27,7 @@ final class GuardedSlabAllocator: Sendable {
     /// Bytes in one slot; secrets up to this size live in a slab.
     static let slotSize = 64
     /// Slots in a slab unless a test asks for fewer.
-    static let defaultSlotsPerSlab = 63
+    static let defaultSlotsPerSlab = 1023
     /// The allocator every `SecretBytes` uses.
     static let shared = GuardedSlabAllocator()
 

@@ -11,7 +11,7 @@ internal import Glibc
 /// no client of the package can copy them out.
 ///
 /// Small secrets (at most 64 bytes: file keys, class keys, X25519 secret
-/// keys) share slabs: one guarded page holds 63 of them, one 64-byte slot
+/// keys) share slabs: one guarded region holds 1023 of them, one 64-byte slot
 /// each (`GuardedSlabAllocator`). Larger secrets get an allocation of their
 /// own. The trade, stated plainly: page protection works per region, so
 /// while any secret in a slab is being read, every other secret in that slab

@@ -7,13 +7,13 @@ import Testing
 /// the slab counts another test checks.
 @Suite("Small secrets in shared slabs of guarded memory")
 struct SecretSlabTests {
-    @Test("five thousand small secrets fit in eighty slabs")
+    @Test("five thousand small secrets fit in five slabs")
     func manySecretsFewSlabs() throws {
         let allocator = GuardedSlabAllocator()
         let secrets = try (0..<5000).map { _ in try Self.secret(32, in: allocator) }
         let statistics = allocator.statistics
         #expect(statistics.slotsInUse == 5000)
-        #expect(statistics.slabCount == 80)  // 5000 / 63 slots per slab, rounded up
+        #expect(statistics.slabCount == 5)  // 5000 / 1023 slots per slab, rounded up
         #expect(secrets.allSatisfy { $0.storageForTesting.isInSlab })
     }
 
@@ -119,7 +119,7 @@ struct SecretSlabTests {
         #expect(Self.isReadableByKernel(address) == false)
     }
 
-    @Test("a slab's slots are 64-byte aligned and fill one page between guard pages")
+    @Test("a slab's slots are 64-byte aligned and fill exactly 64 KiB between guard pages")
     func slabLayout() throws {
         let allocator = GuardedSlabAllocator()
         let secret = try Self.secret(32, in: allocator)
@@ -127,10 +127,10 @@ struct SecretSlabTests {
         #expect(UInt(bitPattern: first) % 64 == 0)
         let readable = try #require(try secret.withUnsafeBytes { _ in Self.mapping(at: first) })
         // Guard pages on both sides are PROT_NONE, so the read-only mapping
-        // is exactly the slab's data page: 63 slots plus libsodium's canary.
+        // is exactly the slab's data pages: 1023 slots plus libsodium's canary.
         #expect(readable.permissions == "r--")
-        #expect(readable.end - readable.start == UInt(sysconf(Int32(_SC_PAGESIZE))))
-        #expect(readable.end - UInt(bitPattern: first) == UInt(63 * GuardedSlabAllocator.slotSize))  // slots end at the guard page
+        #expect(readable.end - readable.start == 65_536)  // 16 pages of 4 KiB (or 4 of 16, 1 of 64)
+        #expect(UInt(bitPattern: first) - readable.start == 64)
     }
 
     @Test("overlapping reads of different secrets in one slab share one protection toggle")

@@ -60,12 +60,14 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(readersDone, nil)
         let storage: SecretStorage
+        // Inside a `TransientSecrets.run`, a secret that would take a slab slot takes a scratch.
+        let scope: TransientSecrets.Scope? = if case .automatic = placement { TransientSecrets.current } else { nil }
         do {
             try SodiumRuntime.ensureInitialised()
             guard count > 0 else {
                 throw SodiumError(.invalidLength, "a secret has at least one byte")
             }
-            storage = try SecretStorage(count: count, placement: placement)
+            storage = try SecretStorage(count: count, placement: scope == nil ? placement : .transientScratch)
         } catch {
             Self.release(mutex, readersDone)
             throw error
@@ -75,11 +77,13 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
         self.storage = storage
         // Every property is set: if `fill` throws, deinit wipes and frees.
         try Self.keyWindow {
+            Self.countSlabWrite(storage)
             storage.region.beginWrite()
             defer { storage.region.endWrite() }
             sodium_memzero(storage.pointer, storage.capacity)
             try fill(UnsafeMutableRawBufferPointer(start: storage.pointer, count: count))
         }
+        scope?.adopt(self)
     }
 
     /// A new secret of `count` bytes from libsodium's CSPRNG.
@@ -159,6 +163,7 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
     /// it runs (docs/SECURITY.md).
     package func withSlabWritable<R>(_ body: () throws -> R) rethrows -> R {
         try Self.keyWindow {
+            Self.countSlabWrite(storage)
             storage.region.beginWrite()
             defer { storage.region.endWrite() }
             return try body()
@@ -175,6 +180,7 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
         wiped = true
         while readers > 0 { pthread_cond_wait(readersDone, mutex) }
         let allZero = Self.keyWindow {
+            Self.countSlabWrite(storage)
             storage.region.beginWrite()
             defer { storage.region.endWrite() }
             sodium_memzero(storage.pointer, storage.capacity)
@@ -218,7 +224,21 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, Cu
     package static var keyWindowsOpenOnThisThread: Int { windowsOnThisThread.value }
 
     private static let windowsOnThisThread = ThreadLocalCounter()
+
+    /// How many times the calling thread has made a shared slab writable
+    /// (to fill or wipe a secret in it, or `withSlabWritable`). Debug
+    /// builds only: a test hook for reads that only read key memory.
+    package static var slabWritesOnThisThread: Int { slabWrites.value }
+
+    private static let slabWrites = ThreadLocalCounter()
     #endif
+
+    /// Counts a slab made writable on this thread (debug builds).
+    private static func countSlabWrite(_ storage: SecretStorage) {
+        #if DEBUG
+        if storage.isInSlab { slabWrites.add(1) }
+        #endif
+    }
 
     /// Runs `body`, a key window: the time the bytes are readable or
     /// writable for the calling thread (counted in debug builds).

@@ -1,5 +1,6 @@
 import ProtectionCore
 import ProtectionTestSupport
+import Sodium
 import Testing
 
 /// `readSmallFile` answers a file of at most its limit in one go and leaves
@@ -30,6 +31,21 @@ struct SmallFileReadTests {
         #expect(try readSmall(fixture, "f", offset: 5000, count: 1, limit: 4096) == [])
         #expect(try readSmall(fixture, "f", limit: 4095) == nil)
         #expect(try fixture.store.read(fixture.name("f"), in: fixture.namespace) == content)
+    }
+
+    @Test("a small file's read makes no slab writable, in every class, with the slabs full of other keys too",
+          arguments: ProtectionClass.allCases)
+    func readOnlyKeyWindow(protection: ProtectionClass) throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        let content = (0..<3000).map { UInt8(truncatingIfNeeded: $0 * 3) }
+        try fixture.store.write(content, to: fixture.name("f"), in: fixture.namespace, protection: protection)
+        // More keys than a slab holds, as with many open handles: a file key
+        // made in a slab would now land in another slab than the class key.
+        let others = try (0..<1100).map { _ in try SecretBytes.random(count: 32) }
+        let before = SecretBytes.slabWritesOnThisThread
+        #expect(try readSmall(fixture, "f", limit: 4096) == content)
+        #expect(SecretBytes.slabWritesOnThisThread == before)
+        withExtendedLifetime(others) {}
     }
 
     @Test("while a handle has the file open, it is left to the open path, which sees the handle's writes")

@@ -89,13 +89,15 @@ final class EncryptedFile {
     /// plaintext bytes (else nil, and nothing was decrypted): its segments
     /// are read with one `pread`, then `deliver` gets the byte count of
     /// `range` (clipped to the file) and a function that fills a buffer of
-    /// that size. That function does all the key work in one window of the
-    /// keys' slab, with no I/O in it: unwraps the file key, checks the
-    /// header tag, opens every segment (so the size is authenticated),
-    /// copies `range` and wipes the key. A small file's read so changes
-    /// page protection once, not three times as open, read and close
-    /// would. On failure nothing decrypted is left in the buffer. Leaves
-    /// `fd` to the caller.
+    /// that size. That function does all the key work in one read-only
+    /// window on the class key, with no I/O in it
+    /// (`ClassKeys.withClassKeyReadable`): unwraps the file key into
+    /// scratch memory, checks the header tag, opens every segment (so the
+    /// size is authenticated), copies `range` and wipes the key. A small
+    /// file's read so makes no key memory writable and changes page
+    /// protection once, not three times as open, read and close would. On
+    /// failure nothing decrypted is left in the buffer. Leaves `fd` to the
+    /// caller.
     static func readWhole<R>(
         fd: Int32, path: String, binding: FileBinding, keys: ClassKeys, range: Range<Int>, ifAtMost limit: Int,
         _ deliver: (_ count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws -> R
@@ -112,7 +114,7 @@ final class EncryptedFile {
         return try deliver(wanted.count) { destination in
             precondition(destination.count >= wanted.count, "destination too small for the bytes requested")
             do {
-                try keys.withSlabWritable(for: header.protection) {
+                try keys.withClassKeyReadable(for: header.protection) {
                     let file = EncryptedFile(fd: fd, path: path, header: header,
                                              key: try FileKey.unwrap(header, keys: keys), size: size)
                     defer { file.abandon() }

@@ -53,6 +53,18 @@ struct ClassKeys {
         return try anchor.withSlabWritable(body)
     }
 
+    /// Runs `body`, crypto only, with the class key of `protection`
+    /// readable and the keys it makes transient (`TransientSecrets`): a
+    /// one-off read unwraps the file key, checks its header and opens the
+    /// content with one read-only window on the class key's slab, however
+    /// full the slabs are, and nothing it made outlives it. Without that
+    /// class key in memory, `body` runs as it is.
+    func withClassKeyReadable<R>(for protection: ProtectionClass, _ body: () throws -> R) throws -> R {
+        let anchor = protection == .completeUnlessOpen ? bPrivate : symmetricKey(for: protection)
+        guard let anchor else { return try TransientSecrets.run(body) }
+        return try anchor.withUnsafeBytes { _ in try TransientSecrets.run(body) }
+    }
+
     /// The class B key pair, when its private half is in memory.
     var bKeyPair: X25519KeyPair? {
         bPrivate.flatMap { try? X25519KeyPair(publicKey: bPublic, privateKey: $0) }

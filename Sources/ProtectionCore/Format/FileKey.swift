@@ -117,10 +117,12 @@ final class FileKey: Sendable {
 
     /// The header tag: keyed BLAKE2b-256 under a key derived from this
     /// file key, over the header's first 108 bytes and (version 2) its binding.
+    /// The derived key lives only here, in scratch memory (`TransientSecrets`).
     func tag(for header: FileHeader) throws -> [UInt8] {
-        let headerKey = try KeyedBlake2b.deriveKey(key: secret, parts: [Self.headerKeyLabel])
-        defer { headerKey.wipe() }
-        return try KeyedBlake2b.mac(key: headerKey, parts: [header.tagInput], length: FileHeader.tagByteCount)
+        try TransientSecrets.run {
+            let headerKey = try KeyedBlake2b.deriveKey(key: secret, parts: [Self.headerKeyLabel])
+            return try KeyedBlake2b.mac(key: headerKey, parts: [header.tagInput], length: FileHeader.tagByteCount)
+        }
     }
 
     /// Encrypts one segment into `output` (`nonce || ciphertext || tag`,

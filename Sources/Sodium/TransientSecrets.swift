@@ -26,7 +26,8 @@ package enum TransientSecrets {
     /// The calling thread's innermost scope, as an unretained `Scope`.
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
-        pthread_key_create(&key, nil)
+        // Without a key of its own, `current` would read another's value as a scope.
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left for transient secrets")
         return key
     }()
 

@@ -58,7 +58,8 @@ struct ClassKeys {
     /// one-off read unwraps the file key, checks its header and opens the
     /// content with one read-only window on the class key's slab, however
     /// full the slabs are, and nothing it made outlives it. Without that
-    /// class key in memory, `body` runs as it is.
+    /// class key in memory, `body` runs in the scope alone (and fails
+    /// where it needs the key).
     func withClassKeyReadable<R>(for protection: ProtectionClass, _ body: () throws -> R) throws -> R {
         let anchor = protection == .completeUnlessOpen ? bPrivate : symmetricKey(for: protection)
         guard let anchor else { return try TransientSecrets.run(body) }

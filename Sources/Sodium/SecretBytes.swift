@@ -23,7 +23,9 @@ internal import Glibc
 /// dump exclusion and zeroing on wipe are unchanged, and nested or
 /// overlapping reads of secrets in one slab share one `mprotect` pair.
 /// Secrets read or filled for a long time (Argon2id's passcode and output)
-/// take an allocation of their own so they do not hold a slab open.
+/// take an allocation of their own so they do not hold a slab open. Small
+/// secrets made inside a `TransientSecrets` scope take read-write scratch
+/// memory instead, and are wiped when the scope ends.
 public final class SecretBytes: @unchecked Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The number of secret bytes.
     public let count: Int

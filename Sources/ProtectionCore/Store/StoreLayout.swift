@@ -1,4 +1,4 @@
-public import Sodium
+package import Sodium
 
 /// Where a store keeps namespaces and names on disk, worked out from its
 /// state directory and device secret without a running store: for tests

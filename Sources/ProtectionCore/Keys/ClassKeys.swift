@@ -48,8 +48,7 @@ struct ClassKeys {
     /// when the file key shares that slab (the usual case). Without that
     /// class key in memory, `body` runs as it is.
     func withSlabWritable<R>(for protection: ProtectionClass, _ body: () throws -> R) rethrows -> R {
-        let anchor = protection == .completeUnlessOpen ? bPrivate : symmetricKey(for: protection)
-        guard let anchor else { return try body() }
+        guard let anchor = classSecret(for: protection) else { return try body() }
         return try anchor.withSlabWritable(body)
     }
 
@@ -61,9 +60,14 @@ struct ClassKeys {
     /// class key in memory, `body` runs in the scope alone (and fails
     /// where it needs the key).
     func withClassKeyReadable<R>(for protection: ProtectionClass, _ body: () throws -> R) throws -> R {
-        let anchor = protection == .completeUnlessOpen ? bPrivate : symmetricKey(for: protection)
-        guard let anchor else { return try TransientSecrets.run(body) }
+        guard let anchor = classSecret(for: protection) else { return try TransientSecrets.run(body) }
         return try anchor.withUnsafeBytes { _ in try TransientSecrets.run(body) }
+    }
+
+    /// The secret that opens `protection`'s file keys (B's private key for
+    /// class B), when it is in memory.
+    private func classSecret(for protection: ProtectionClass) -> SecretBytes? {
+        protection == .completeUnlessOpen ? bPrivate : symmetricKey(for: protection)
     }
 
     /// The class B key pair, when its private half is in memory.

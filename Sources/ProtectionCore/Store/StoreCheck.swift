@@ -186,7 +186,7 @@ struct StoreCheck {
             return outcome
         }
         do {
-            try keys.withSlabWritable(for: header.protection) { try FileKey.unwrap(header, keys: keys).wipe() }
+            try keys.withClassKeyReadable(for: header.protection) { try FileKey.unwrap(header, keys: keys).wipe() }
             outcome.keySlot = .verified
         } catch let error as ProtectionError where error.code == .cipherUnavailable {
             outcome.keySlot = .verified  // authentic; only its content cipher does not run here

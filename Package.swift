@@ -186,7 +186,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DataProtectionTests",
-            dependencies: ["DataProtection", "ProtectionTestSupport", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["DataProtection", "ProtectionTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -174,10 +174,11 @@ final class Connection: Sendable {
 
     /// Sends `requests` under one new request id, in a single write (a small
     /// whole-file write: begin, chunk and end in one system call), and
-    /// returns the slot the answer will arrive in.
+    /// returns the slot the answer will arrive in. With `due` false the
+    /// answer's timeout starts only at `PendingAnswer.startClock()`.
     func submit(_ requests: [Request], shape: AnswerShape = .single,
-                timeout: Duration? = nil) async throws(DataProtectionError) -> PendingAnswer {
-        let id = try router.register(shape, timeout: timeout)
+                timeout: Duration? = nil, due: Bool = true) async throws(DataProtectionError) -> PendingAnswer {
+        let id = try router.register(shape, timeout: timeout, due: due)
         let pending = PendingAnswer(requestID: id, router: router)
         try await send(frames: requests.map { $0.frame(requestID: id) })
         return pending
@@ -285,6 +286,11 @@ final class PendingAnswer: Sendable {
     }
 
     deinit { router.discard(requestID) }
+
+    /// Starts the answer's timeout (for one submitted as not due yet).
+    func startClock() {
+        router.startClock(requestID)
+    }
 
     /// The answer's frames; a final `.error` frame is thrown as its error.
     func frames() async throws(DataProtectionError) -> [Response] {

@@ -86,8 +86,9 @@ public final class DataProtectionClient: Sendable {
         return value.isEmpty ? nil : value
     }
 
-    /// Closes the connection. Waiting calls fail with `.daemonUnavailable`,
-    /// open handles die, and `events` finishes. Calling it again does nothing.
+    /// Closes the connection. Waiting and later calls fail with
+    /// `.clientClosed`, open handles die, and `events` finishes. Calling it
+    /// again does nothing.
     public func close() async {
         await connection.close()
     }

@@ -24,7 +24,9 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
     case noPasscodeSet(String)
     /// An argument is out of range (an offset, a length, a grace period).
     case invalidArgument(String)
-    /// The handle is not open: closed by this client, or its connection ended.
+    /// The handle is not open: this client closed it, or the daemon no
+    /// longer knows it. (Once its connection ended, its calls fail as the
+    /// connection's do.)
     case handleClosed(String)
     /// The daemon's key bag or device secret on disk is unusable.
     case keyBagCorrupt(String)
@@ -208,7 +210,7 @@ public enum DataProtectionError: Error, Sendable, Equatable, CustomStringConvert
         case .invalidArgument:
             "An argument is out of range; check offsets, lengths and durations."
         case .handleClosed:
-            "The file handle is not open: it was closed, or its connection ended; open the file again."
+            "The file handle is not open: it was closed; open the file again."
         case .keyBagCorrupt:
             "The daemon's key bag is unusable; an administrator must check protd's state directory."
         case .ioFailure:

@@ -6,9 +6,10 @@ internal import Synchronization
 extension ProtectedFile {
     /// An open file for random access, from `ProtectedFile.open`.
     ///
-    /// Requests larger than the connection's `maximumChunkSize` are split and
-    /// pipelined. A handle belongs to its connection and dies with it
-    /// (`.handleClosed` afterwards). When a lock completes, a class
+    /// Requests larger than the connection's `maximumChunkSize` are split
+    /// into pieces. A handle belongs to its connection and dies with it
+    /// (calls then fail as the connection's calls do: `.daemonUnavailable`,
+    /// or `.clientClosed` after `close()`). When a lock completes, a class
     /// `.complete` handle is invalidated and fails with
     /// `.protectedDataUnavailable` (an `erase` invalidates every handle);
     /// it still counts against the daemon's handle limit until closed. A
@@ -57,8 +58,9 @@ extension ProtectedFile {
         }
 
         /// Writes `data` at `offset`, extending the file if needed, and
-        /// returns the file's new size. If a piece of a large write fails, the
-        /// pieces before it may have been written.
+        /// returns the file's new size. A write larger than one chunk goes
+        /// out as pieces, pipelined, each at its own offset: if one fails,
+        /// the call throws its error and the others may have been written.
         @discardableResult
         public func write(_ data: [UInt8], at offset: UInt64) async throws(DataProtectionError) -> UInt64 {
             try checkOpen()
@@ -76,18 +78,24 @@ extension ProtectedFile {
         }
 
         /// Appends `data` at the end of the file and returns its new size.
+        /// A larger append than one chunk goes out a piece at a time, each
+        /// sent once the one before it is written, so a failed piece (a
+        /// full disk, the quota) ends the call and no later piece lands
+        /// after a gap. Pieces are not atomic against other handles'
+        /// appends, which may land between them.
         @discardableResult
         public func append(_ data: [UInt8]) async throws(DataProtectionError) -> UInt64 {
             try checkOpen()
-            var answers: [PendingAnswer] = []
+            var size: UInt64 = 0
             var start = 0
             repeat {
                 let end = min(start + connection.maximumChunkSize, data.count)
                 let content = ByteBuffer(bytes: data[start..<end])
-                answers.append(try await connection.submit(.handleAppend(handle: handle, data: content)))
+                size = try await Self.lastSize(of: [try await connection.submit(.handleAppend(handle: handle, data: content))],
+                                               "handleAppend")
                 start = end
             } while start < data.count
-            return try await Self.lastSize(of: answers, "handleAppend")
+            return size
         }
 
         /// Cuts the file to `size` bytes or extends it with zeros; returns the new size.

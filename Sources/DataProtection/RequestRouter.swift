@@ -19,10 +19,14 @@ enum AnswerShape: Sendable {
 /// cancelled, timed-out or abandoned request) are dropped.
 ///
 /// Every wait is bounded: each slot, and each send that waits for room in
-/// the socket, has a deadline (`timeout` from when it began). A sweep on
-/// the event loop, armed only while something waits, settles a slot past
-/// its deadline with `.timedOut`; a send past its deadline means the daemon
-/// stopped reading, so the connection is closed with `.timedOut`.
+/// the socket, has a deadline (`timeout` from when it began). A streamed
+/// answer's deadline moves on with each of its frames, so it may last as
+/// long as frames keep coming; a streamed write's slot gets its deadline
+/// only when its end is sent (`startClock`), as the daemon answers only
+/// then. A sweep on the event loop, armed only while something waits,
+/// settles a slot past its deadline with `.timedOut`; a send past its
+/// deadline means the daemon stopped reading, so the connection is closed
+/// with `.timedOut`.
 final class RequestRouter: Sendable {
     /// The outcome of a request: its frames (the last may be `.error`), or
     /// why the connection could not deliver them.
@@ -41,9 +45,10 @@ final class RequestRouter: Sendable {
 
     private struct Slot {
         var shape: AnswerShape
-        /// How long the answer may take, and when that ends.
+        /// How long the answer (or its next frame) may take, and when that
+        /// ends; no deadline while the answer is not due yet.
         var timeout: Duration
-        var deadline: ContinuousClock.Instant
+        var deadline: ContinuousClock.Instant?
         var frames: [Response] = []
         var outcome: Outcome?
         var waiter: CheckedContinuation<Outcome, Never>?
@@ -97,10 +102,11 @@ final class RequestRouter: Sendable {
     }
 
     /// Takes the next request id and a slot for its answer, which must
-    /// come within `timeout` (the router's when nil).
-    func register(_ shape: AnswerShape, timeout: Duration? = nil) throws(DataProtectionError) -> UInt32 {
+    /// come within `timeout` (the router's when nil): from now, or, when
+    /// `due` is false, from `startClock`.
+    func register(_ shape: AnswerShape, timeout: Duration? = nil, due: Bool = true) throws(DataProtectionError) -> UInt32 {
         let limit = timeout ?? self.timeout
-        let deadline = ContinuousClock.now + limit
+        let deadline = due ? ContinuousClock.now + limit : nil
         let (id, arm) = try state.withLock { state throws(DataProtectionError) in
             if let failure = state.failure { throw Self.laterCallError(failure) }
             let id = Self.takeID(&state)
@@ -109,6 +115,18 @@ final class RequestRouter: Sendable {
         }
         if arm { scheduleSweep() }
         return id
+    }
+
+    /// Gives the slot of `id`, registered as not due, its deadline from now.
+    func startClock(_ id: UInt32) {
+        let now = ContinuousClock.now
+        let arm = state.withLock { state in
+            guard var slot = state.slots[id], slot.outcome == nil else { return false }
+            slot.deadline = now + slot.timeout
+            state.slots[id] = slot
+            return Self.claimSweep(&state)
+        }
+        if arm { scheduleSweep() }
     }
 
     // MARK: Sends
@@ -154,7 +172,7 @@ final class RequestRouter: Sendable {
         let (expired, stalledChannel, rearm) = state.withLock { state in
             var expired: [(CheckedContinuation<Outcome, Never>, DataProtectionError)] = []
             var anyOverdue = false
-            for (id, var slot) in state.slots where slot.outcome == nil && slot.deadline <= now {
+            for (id, var slot) in state.slots where slot.outcome == nil && slot.deadline.map({ $0 <= now }) == true {
                 anyOverdue = true
                 let error = DataProtectionError.timedOut(
                     "protd did not answer within \(slot.timeout.components.seconds) seconds")
@@ -284,6 +302,8 @@ final class RequestRouter: Sendable {
                 complete = false
             }
             guard complete else {
+                // A stream is bounded frame by frame: the next is due within the timeout.
+                if slot.deadline != nil { slot.deadline = ContinuousClock.now + slot.timeout }
                 state.slots[frame.requestID] = slot
                 return nil
             }

@@ -30,11 +30,13 @@ struct WriteSession {
         self.chunkSize = connection.maximumChunkSize
     }
 
-    /// Sends `writeBegin`.
+    /// Sends `writeBegin`. The answer is due only after `writeEnd`, so
+    /// its timeout starts then: an upload may take as long as its data
+    /// keeps going out (each send is bounded on its own).
     static func begin(_ connection: Connection, name: String, protection: ProtectionClass,
                       durable: Bool) async throws(DataProtectionError) -> WriteSession {
-        let pending = try await connection.submit(.writeBegin(name: try WireText.name(name), protection: protection,
-                                                              durable: durable))
+        let pending = try await connection.submit([.writeBegin(name: try WireText.name(name), protection: protection,
+                                                               durable: durable)], due: false)
         return WriteSession(connection: connection, pending: pending)
     }
 
@@ -77,8 +79,11 @@ struct WriteSession {
             buffered = []
         }
         try checkBeforeSending()
-        ended = true
+        // Ended only once it went out: a send cancelled while it waited for
+        // room dropped it, and then `abandon` must still free the write.
         try await connection.send(.writeEnd, requestID: pending.requestID)
+        ended = true
+        pending.startClock()
         return try await Self.writtenSize(pending)
     }
 

@@ -80,6 +80,31 @@ struct AsyncClientEndToEndTests {
         await fresh.close()
     }
 
+    @Test("a streamed write lasts longer than the request timeout while its data keeps going out")
+    func slowUploadOutlastsTheTimeout() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath, requestTimeout: .seconds(1))
+        let piece = [UInt8](repeating: 7, count: 1 << 20)
+        // Five pieces half a second apart: 2.5 s in all, each wait short.
+        let slowSource = AsyncStream<[UInt8]> { continuation in
+            let producer = Task {
+                for _ in 0..<5 {
+                    continuation.yield(piece)
+                    try? await Task.sleep(for: .milliseconds(500))
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in producer.cancel() }
+        }
+        let start = ContinuousClock.now
+        let written = try await client.file("slow").write(contentsOf: slowSource, durable: false)
+        #expect(ContinuousClock.now - start > .seconds(2))
+        #expect(written == 5 << 20)
+        let content = try await client.file("slow").read()
+        #expect(content.count == 5 << 20 && content.allSatisfy { $0 == 7 })
+        await client.close()
+    }
+
     @Test("the README's events loop acknowledges a lock within 2 s while 2 tasks write large files")
     func eventsLoopAcknowledgesDuringLargeWrites() async throws {
         let (daemon, client) = try await EndToEnd.daemonWithPasscode(grace: 10)

@@ -44,7 +44,7 @@ struct HeadOfLineEndToEndTests {
                     defer { running.finished.add(1, ordering: .relaxed) }
                     // One request that seals 8,192 segments of zeros.
                     #expect(try await handle.truncate(to: 512 << 20) == 512 << 20)
-                    try await handle.close()
+                    await handle.close()
                     await client.close()
                 }
             }

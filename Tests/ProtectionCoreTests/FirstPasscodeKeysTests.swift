@@ -119,7 +119,7 @@ struct FirstPasscodeKeysTests {
         try fixture.store.setPasscode(StoreFixture.secret(passcode), old: nil)
         try handle.write(Array("!".utf8), at: 9)
         #expect(try handle.read(offset: 0, count: 100) == Array("kept open!".utf8))
-        try handle.close()
+        handle.close()
         #expect(try !opens("open", with: try offlineKeys(savedKeyBag: saved, fixture), fixture))
         #expect(try fixture.store.read(fixture.name("open"), in: fixture.namespace) == Array("kept open!".utf8))
     }

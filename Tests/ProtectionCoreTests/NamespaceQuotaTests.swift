@@ -106,7 +106,7 @@ struct QuotaLockRaceTests {
                 // Each append passes the quota: refused after a new measurement.
                 while (try? handle.append([UInt8](repeating: 2, count: 8192))) == nil, handle.isOpen,
                       ContinuousClock.now < deadline {}
-                try? handle.close()
+                handle.close()
             }
         }
         DispatchQueue.global().async(group: done) {

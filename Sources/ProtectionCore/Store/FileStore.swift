@@ -119,8 +119,8 @@ struct FileStore: Sendable {
     }
 
     /// `attributes(of:in:openFile:)` for the file at `path`, where `name` is.
-    private func attributes(of name: FileName, at path: String, in namespace: Namespace,
-                            openFile: OpenFileAttributes) throws -> FileAttributes {
+    func attributes(of name: FileName, at path: String, in namespace: Namespace,
+                    openFile: OpenFileAttributes) throws -> FileAttributes {
         let fd = try Posix.open(path, O_RDONLY | O_NOFOLLOW)
         defer { close(fd) }
         var info = stat()

@@ -636,7 +636,7 @@ public final class ProtectedStore: Sendable {
         // Quota (NamespaceQuota): the file's bytes and place are given back.
         let path = try files.path(for: name, in: namespace)
         let quotaCharge = quota.charge(replacing: path, in: namespace) {
-            try? attributes(of: name, in: namespace).size
+            try? files.attributes(of: name, at: path, in: namespace, openFile: openFileAttributes).size
         }
         try files.delete(name, at: path)
         quotaCharge?.finish(size: nil)

@@ -39,7 +39,7 @@ struct HeadOfLineEndToEndTests {
         }
         let (latencies, longest) = try await withThrowingTaskGroup(of: Void.self) { group in
             for (client, handle) in writers {
-                group.addTask {
+                group.addTask { () async throws in
                     running.started.add(1, ordering: .relaxed)
                     defer { running.finished.add(1, ordering: .relaxed) }
                     // One request that seals 8,192 segments of zeros.

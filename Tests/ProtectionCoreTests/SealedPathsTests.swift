@@ -30,6 +30,17 @@ struct SealedPathsTests {
         }
     }
 
+    @Test("directories whose names differ in bytes but are canonically equivalent are remembered apart")
+    func canonicallyEquivalentDirectoriesStayApart() throws {
+        let names = try StoreNames(classD: SecretBytes.random(count: 32))
+        let paths = SealedPaths(names)
+        let composed = "caf\u{E9}/a", decomposed = "cafe\u{301}/b"
+        #expect(Array(composed.utf8.prefix(5)) != Array(decomposed.utf8.prefix(5)))
+        for name in [composed, decomposed, composed, decomposed] {
+            #expect(try paths.entries(of: FileName(name), uid: 7) == sealedAfresh(name, uid: 7, names: names))
+        }
+    }
+
     @Test("new keys forget every remembered directory")
     func newKeysForget() throws {
         let old = try StoreNames(classD: SecretBytes.random(count: 32))

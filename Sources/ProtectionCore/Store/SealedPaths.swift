@@ -5,10 +5,13 @@
 /// on every request cost about 5% of small-file read throughput for names
 /// two directories deep. An erase's new keys (`use`) forget them all.
 final class SealedPaths: Sendable {
-    /// A directory: the logical path of its components in one namespace.
+    /// A directory: the logical path of its components in one namespace,
+    /// as bytes. (Swift's `String` compares by Unicode canonical
+    /// equivalence, so "caf\u{E9}" and "cafe\u{301}", two different
+    /// directories here, would be one key.)
     private struct Directory: Hashable {
         let uid: UInt32
-        let path: String
+        let path: [UInt8]
     }
 
     private struct State {
@@ -50,8 +53,8 @@ final class SealedPaths: Sendable {
     func entries(of name: FileName, uid: UInt32) throws -> [StoreNames.Entry] {
         var components = PathBytes.components(name.value)
         let last = components.removeLast()
-        let directory = Directory(uid: uid, path: components.map { String(decoding: $0, as: UTF8.self) }
-                                                          .joined(separator: "/"))
+        let parent = components.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
+        let directory = Directory(uid: uid, path: Array(parent.utf8))
         let (names, remembered, generation) = state.withLock { ($0.names, $0.directories[directory], $0.generation) }
         var entries: [StoreNames.Entry]
         if components.isEmpty {
@@ -72,7 +75,7 @@ final class SealedPaths: Sendable {
                 state.entryCount += entries.count
             }
         }
-        entries.append(try names.entry(for: last, parent: directory.path, uid: uid))
+        entries.append(try names.entry(for: last, parent: parent, uid: uid))
         return entries
     }
 

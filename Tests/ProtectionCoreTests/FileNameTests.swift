@@ -18,6 +18,19 @@ struct FileNameTests {
         #expect(error?.code == .invalidName)
     }
 
+    @Test("names are equal by their bytes: composed and decomposed forms are two names, and two files")
+    func equalityIsByBytes() throws {
+        let composed = try FileName("caf\u{E9}"), decomposed = try FileName("cafe\u{301}")
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed, try FileName("caf\u{E9}")]).count == 2)
+        let fixture = try StoreFixture(segmentSize: 1024)
+        try fixture.store.write([1], to: composed, in: fixture.namespace)
+        try fixture.store.write([2], to: decomposed, in: fixture.namespace)
+        #expect(try fixture.store.read(composed, in: fixture.namespace) == [1])
+        #expect(try fixture.store.read(decomposed, in: fixture.namespace) == [2])
+        #expect(try fixture.store.list(in: fixture.namespace).count == 2)
+    }
+
     @Test("a name cannot be both a file and a directory")
     func fileVersusDirectory() throws {
         let fixture = try StoreFixture(segmentSize: 1024)

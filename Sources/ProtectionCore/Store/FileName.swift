@@ -36,6 +36,14 @@ public struct FileName: Hashable, Sendable, CustomStringConvertible, Comparable 
 
     public var description: String { value }
     public static func < (lhs: FileName, rhs: FileName) -> Bool { lhs.value < rhs.value }
+
+    /// Names are equal when their bytes are: `String`'s own equality is
+    /// canonical equivalence, which would make two files one.
+    public static func == (lhs: FileName, rhs: FileName) -> Bool { lhs.value.utf8.elementsEqual(rhs.value.utf8) }
+
+    public func hash(into hasher: inout Hasher) {
+        for byte in value.utf8 { hasher.combine(byte) }
+    }
 }
 
 /// A peer's private set of files, keyed by its uid.

@@ -104,6 +104,29 @@ struct KeyBagTests {
         #expect(policy.secondsUntilNextAttempt(failures: 4, lastAttemptAt: 1000, now: 1000) == 0)
     }
 
+    @Test("after a clock set back past the last failure, the whole wait runs from then, and then the right passcode works")
+    func clockSetBackWaitEnds() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock()
+        try makeBag(directory, clock: clock).setPasscode(secret("right"), old: nil)
+        for _ in 1...5 {
+            #expect(throws: ProtectionError.self) { try makeBag(directory, clock: clock).unlock(passcode: secret("wrong")) }
+        }
+        // The fifth failure asks for 60 s; the clock then goes back 10 hours.
+        clock.advance(bySeconds: -36_000)
+        let limited = #expect(throws: ProtectionError.self) { try makeBag(directory, clock: clock).unlock(passcode: secret("right")) }
+        #expect(limited?.code == .rateLimited)
+        #expect(limited?.retryAfterSeconds == 60)
+        clock.advance(bySeconds: 59)
+        let stillLimited = #expect(throws: ProtectionError.self) { try makeBag(directory, clock: clock).unlock(passcode: secret("right")) }
+        #expect(stillLimited?.retryAfterSeconds == 1)
+        clock.advance(bySeconds: 1)
+        let bag = try makeBag(directory, clock: clock)
+        try bag.unlock(passcode: secret("right"))
+        #expect(bag.failedAttempts == 0)
+    }
+
     @Test("erase-after-N destroys every key on the Nth consecutive failure")
     func eraseAfterFailures() throws {
         let directory = try TemporaryDirectory()

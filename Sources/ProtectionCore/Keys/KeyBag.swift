@@ -490,6 +490,12 @@ public final class KeyBag {
         let wait = policy.secondsUntilNextAttempt(failures: Int(before.failures), lastAttemptAt: before.lastAttemptAt,
                                                   now: now)
         guard wait == 0 else {
+            // A clock set back past the last attempt: the whole wait runs
+            // from now (recorded, so it ends), not until the clock reaches
+            // the recorded time again, which could be hours away.
+            if now < before.lastAttemptAt, (try? checkUnchangedOnDisk()) != nil {
+                try? store(AttemptRecord(failures: before.failures, lastAttemptAt: now), for: counter)
+            }
             throw ProtectionError(.rateLimited, "\(before.failures) consecutive failed attempts\(counter.whose)",
                                   retryAfterSeconds: wait)
         }

@@ -314,8 +314,15 @@ final class Connection {
             return nil
         case .handleWrite(let number, let offset, let data):
             let handle = try handle(number)
-            try data.withUnsafeReadableBytes { try handle.write($0, at: try Self.offset(offset)) }
-            return .size(UInt64(try handle.size()))
+            let start = try Self.offset(offset)
+            let write: @Sendable () throws -> Int = {
+                try data.withUnsafeReadableBytes { try handle.write($0, at: start) }
+                return try handle.size()
+            }
+            // Far past the end, the gap's zeros are sealed first: off the
+            // cooperative threads, as a growing truncate.
+            guard start - (try handle.size()) > ProtectedFileHandle.zeroFillStep else { return .size(UInt64(try write())) }
+            return .size(UInt64(try await BlockingIO.run(write)))
         case .handleAppend(let number, let data):
             let handle = try handle(number)
             return .size(UInt64(try data.withUnsafeReadableBytes { try handle.append($0) }))

@@ -40,6 +40,34 @@ struct HandleTests {
         #expect((#expect(throws: ProtectionError.self) { try handle.size() })?.code == .protectedDataUnavailable)
     }
 
+    @Test("a lock does not wait for a class A handle's truncate that grows the file by gigabytes: the truncate stops")
+    func lockStopsALongGrowth() throws {
+        let fixture = try StoreFixture()
+        try fixture.setPasscodeAndRestart()
+        _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
+        let handle = try fixture.store.open(fixture.name("growing"), in: fixture.namespace, mode: .createNew(.complete))
+        /// Written by the truncate's thread, read after `done.wait()`.
+        final class Outcome: @unchecked Sendable { var result: Result<Void, any Error>? }
+        let outcome = Outcome()
+        let done = DispatchGroup()
+        DispatchQueue.global().async(group: done) {
+            outcome.result = Result { try handle.truncate(to: 4 << 30) }
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        let start = ContinuousClock.now
+        _ = try fixture.store.requestLock(grace: .zero)
+        let lockTook = ContinuousClock.now - start
+        done.wait()
+        // Each step of zeros is 16 MiB: the lock waits for one, not for 4 GiB.
+        #expect(lockTook < .seconds(1), "the lock took \(lockTook)")
+        let error = #expect(throws: ProtectionError.self) { try outcome.result?.get() }
+        #expect(error?.code == .protectedDataUnavailable)
+        handle.close()
+        _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
+        let size = try fixture.store.attributes(of: fixture.name("growing"), in: fixture.namespace).size
+        #expect(size % ProtectedFileHandle.zeroFillStep == 0 && size < 4 << 30, "the file kept \(size) bytes")
+    }
+
     @Test("sync on a handle that created its file, in a nested directory too")
     func syncAfterCreate() throws {
         let fixture = try unlockedFixture()

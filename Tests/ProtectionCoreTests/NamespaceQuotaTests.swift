@@ -59,6 +59,22 @@ struct NamespaceQuotaTests {
         }
     }
 
+    @Test("a growth of many zero-fill steps past the quota is refused before the first step")
+    func longGrowthRefusedWhole() throws {
+        let step = ProtectedFileHandle.zeroFillStep
+        try withStore(StorageQuota(bytes: 3 * step)) { store in
+            let handle = try store.open(name("h"), in: alice, mode: .createNew(.none))
+            defer { handle.close() }
+            try handle.append([1])
+            #expect(code { try handle.truncate(to: 4 * step) } == .quotaExceeded)
+            #expect(code { try handle.write([2], at: 4 * step) } == .quotaExceeded)
+            #expect(try handle.size() == 1)
+            try handle.write([2], at: 3 * step - 1)
+            #expect(try handle.size() == 3 * step)
+            #expect(try handle.read(offset: 2 * step, count: 4) == [0, 0, 0, 0])
+        }
+    }
+
     @Test("a count that drifted (a handle writing to a deleted file) is corrected by listing before a refusal")
     func driftIsCorrected() throws {
         try withStore(StorageQuota(bytes: 1000)) { store in

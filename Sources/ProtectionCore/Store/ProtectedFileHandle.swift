@@ -65,9 +65,12 @@ public final class ProtectedFileHandle: Sendable {
         try bytes.withUnsafeBytes { try write($0, at: offset) }
     }
 
-    /// Writes `bytes` at `offset`, growing the file (zeros fill a gap).
+    /// Writes `bytes` at `offset`, growing the file (zeros fill a gap, in
+    /// steps: `zeroFilling(upTo:callEnd:)`).
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws {
-        try withFile(growingTo: { max($0.size, offset.addingReportingOverflow(bytes.count).partialValue) }) { file in
+        let (end, overflow) = offset.addingReportingOverflow(bytes.count)
+        try zeroFilling(upTo: offset, callEnd: overflow ? .max : end)
+        try withFile(growingTo: { max($0.size, end) }) { file in
             try file.write(bytes, at: offset)
         }
     }
@@ -87,8 +90,10 @@ public final class ProtectedFileHandle: Sendable {
         }
     }
 
-    /// Cuts or zero-extends the file to `size` bytes.
+    /// Cuts or zero-extends the file to `size` bytes (growing it in steps:
+    /// `zeroFilling(upTo:callEnd:)`).
     public func truncate(to size: Int) throws {
+        try zeroFilling(upTo: size, callEnd: size)
         try withFile(growingTo: { _ in size }) { try $0.truncate(to: size) }
     }
 
@@ -131,6 +136,33 @@ public final class ProtectedFileHandle: Sendable {
             let size = newSize(file)
             let charged = (0...EncryptedFile.maximumSize).contains(size) ? size : file.size
             return try quota.charging(namespace, from: file.size, to: charged, resultingSize: { file.size }) { try body(file) }
+        }
+    }
+
+    /// Most zeros one call on the file seals while it holds the file: a
+    /// gap larger than this is filled in steps of it, each a call of its
+    /// own, so a lock that invalidates the file, and every other user of
+    /// it, waits for one step (some milliseconds), not for gigabytes.
+    public static let zeroFillStep = 16 << 20
+
+    /// Grows the file with zeros, a step at a time, until `gapEnd` is at
+    /// most one step past its end; the caller's own call, which ends at
+    /// `callEnd`, does the rest. The quota is charged for the whole call
+    /// first, so it refuses before the first step. A step can still fail
+    /// on its own (a full disk, a lock invalidating the file): the steps
+    /// before it stay, as zeros.
+    private func zeroFilling(upTo gapEnd: Int, callEnd: Int) throws {
+        guard gapEnd >= 0, (0...EncryptedFile.maximumSize).contains(callEnd) else { return }
+        let start = try withFile { $0.size }
+        guard gapEnd - start > Self.zeroFillStep else { return }
+        try quota.charging(namespace, from: start, to: callEnd, resultingSize: { (try? withFile { $0.size }) ?? start }) {
+            while try withFile({ file in
+                guard gapEnd - file.size > Self.zeroFillStep else { return false }
+                try file.truncate(to: file.size + Self.zeroFillStep)
+                return true
+            }) {
+                self.file.letWaitersIn()
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 internal import Glibc
+internal import Synchronization
 
 /// Identifies an inode, so every handle on the same file shares one
 /// `SharedOpenFile` (one size, one final segment, one key) even across
@@ -46,6 +47,8 @@ final class SharedOpenFile: Sendable {
 
     let identity: FileIdentity
     private let phase: LockedState<Phase>
+    /// Callers waiting for `phase`'s lock (`letWaitersIn`).
+    private let waiters = Atomic<Int>(0)
     /// Class and size after the last call that finished, for `stat` and
     /// `list`, which must not wait for a long read or write.
     private let finished = LockedState<(protection: ProtectionClass, size: Int)?>(nil)
@@ -59,7 +62,7 @@ final class SharedOpenFile: Sendable {
     /// The file's current class (it changes with `setProtection`); `nil`
     /// before it is open and once closed or invalidated.
     var protection: ProtectionClass? {
-        phase.withLock { if case .open(let file) = $0 { file.header.protection } else { nil } }
+        withPhase { if case .open(let file) = $0 { file.header.protection } else { nil } }
     }
 
     /// The file's class and plaintext size when the last call on it
@@ -86,7 +89,7 @@ final class SharedOpenFile: Sendable {
         on name: FileName, creating: Bool = false, open: () throws -> EncryptedFile,
         _ body: (EncryptedFile) throws -> R
     ) throws -> R {
-        try phase.withLock { phase in
+        try withPhase { phase in
             switch phase {
             case .closed:
                 throw ProtectionError.handleClosed(name)
@@ -111,7 +114,7 @@ final class SharedOpenFile: Sendable {
     /// uses and wipes its own key. Nil when the file is open (or closed, or
     /// invalidated); the caller then joins it the usual way.
     func whileUnopened<R>(_ body: () throws -> R) throws -> R? {
-        try phase.withLock { phase in
+        try withPhase { phase in
             guard case .opening = phase else { return nil }
             return try ProtectionError.translating(body)
         }
@@ -120,12 +123,12 @@ final class SharedOpenFile: Sendable {
     /// Runs `body`, which reads the inode from disk itself, serialised
     /// with every other caller, whatever the phase (`StoreCheck`).
     func serialised(_ body: () -> Void) {
-        phase.withLock { _ in body() }
+        withPhase { _ in body() }
     }
 
     /// Runs `body` on the file, serialised with every other caller.
     func perform<R>(on name: FileName, _ body: (EncryptedFile) throws -> R) throws -> R {
-        try phase.withLock { phase in
+        try withPhase { phase in
             switch phase {
             case .opening, .closed:
                 throw ProtectionError.handleClosed(name)
@@ -147,6 +150,28 @@ final class SharedOpenFile: Sendable {
         if flush.includesDirectory { _ = try? perform(on: name) { $0.directoryFlushed() } }
     }
 
+    /// Lets whoever waits for the file have it before the caller's next
+    /// call, for at most about 10 ms: between the steps of a long call
+    /// (a growth by gigabytes, `ProtectedFileHandle.zeroFilling`). The
+    /// file's lock is not fair, so the next step would otherwise take it
+    /// again at once, and a lock's invalidation would wait for every step.
+    func letWaitersIn() {
+        var naps = 0
+        while waiters.load(ordering: .relaxed) > 0 && naps < 100 {
+            usleep(100)
+            naps += 1
+        }
+    }
+
+    /// `phase`'s lock, counted in `waiters` while it waits for it.
+    private func withPhase<R>(_ body: (inout Phase) throws -> R) rethrows -> R {
+        waiters.add(1, ordering: .relaxed)
+        return try phase.withLock { phase in
+            waiters.subtract(1, ordering: .relaxed)
+            return try body(&phase)
+        }
+    }
+
     /// Wipes the key and closes the descriptor (last user done).
     func close() { finish(.closed) }
 
@@ -154,7 +179,7 @@ final class SharedOpenFile: Sendable {
     func invalidate() { finish(.invalidated) }
 
     private func finish(_ next: Phase) {
-        phase.withLock { phase in
+        withPhase { phase in
             switch phase {
             case .open(let file):
                 file.close()

@@ -59,7 +59,7 @@ struct LegacyLayoutMigrationTests {
         let notices = Mutex<[StoreNotice]>([])
         try fixture.restart { notice in notices.withLock { $0.append(notice) } }
         #expect(notices.withLock { $0.filter { if case .namesSealed = $0 { true } else { false } } }
-                == [.namesSealed(moved: Self.files.count, leftBehind: [])])
+                == [.namesSealed(moved: Self.files.count, leftBehind: 0, in: [])])
         #expect(try storeEntries(fixture).allSatisfy { UInt32($0) == nil }, "no directory is named by a uid")
         _ = try fixture.store.unlock(passcode: StoreFixture.secret("correct horse"))
         #expect(try everyFileReads(fixture.store))
@@ -77,7 +77,7 @@ struct LegacyLayoutMigrationTests {
         try FileManager.default.createSymbolicLink(atPath: legacy + "/link", withDestinationPath: "/etc/passwd")
         let notices = Mutex<[StoreNotice]>([])
         try fixture.restart { notice in notices.withLock { $0.append(notice) } }
-        let warning = StoreNotice.namesSealed(moved: Self.files.count, leftBehind: [legacy + "/link"])
+        let warning = StoreNotice.namesSealed(moved: Self.files.count, leftBehind: 1, in: [legacy])
         #expect(notices.withLock { $0.contains(warning) })
         #expect(warning.isWarning)
         #expect(FileManager.default.fileExists(atPath: fixture.directory.path + "/store/1000/files"))

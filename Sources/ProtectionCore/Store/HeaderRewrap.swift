@@ -17,11 +17,13 @@ struct HeaderRewrap {
     struct Outcome: Sendable, Equatable {
         /// Headers rewritten.
         var rewrapped = 0
-        /// Files whose key opens under neither set (damaged, or made by
-        /// another key bag): they stay as they are.
+        /// The namespaces of files whose key opens under neither set
+        /// (damaged, or made by another key bag): they stay as they are.
+        /// Names are not kept: the notice goes to the log.
         var damaged: [String] = []
-        /// Files that could not be rewrapped now (an I/O error, a class
-        /// key gone with a lock): the rotation stays pending for them.
+        /// What could not be rewrapped now (an I/O error, a class key gone
+        /// with a lock), as namespace and error code: the rotation stays
+        /// pending for it.
         var unfinished: [String] = []
 
         /// The notice to log, given whether every job it ran for is done.
@@ -43,7 +45,7 @@ struct HeaderRewrap {
         do {
             namespaces = try files.namespaces()
         } catch {
-            outcome.unfinished.append("the store: \(error)")
+            outcome.unfinished.append("the store: \(Self.reason(error))")
             return outcome
         }
         for namespace in namespaces {
@@ -51,7 +53,7 @@ struct HeaderRewrap {
             do {
                 names = try files.names(in: namespace, prefix: "")
             } catch {
-                outcome.unfinished.append("\(namespace): \(error)")
+                outcome.unfinished.append("\(namespace): \(Self.reason(error))")
                 continue
             }
             for name in names {
@@ -60,13 +62,18 @@ struct HeaderRewrap {
                 } catch let error as ProtectionError where error.code == .notFound {
                     continue  // deleted meanwhile
                 } catch let error as ProtectionError where error.code == .integrityFailure {
-                    outcome.damaged.append("\(namespace) \(name)")
+                    outcome.damaged.append("\(namespace)")
                 } catch {
-                    outcome.unfinished.append("\(namespace) \(name): \(error)")
+                    outcome.unfinished.append("\(namespace): \(Self.reason(error))")
                 }
             }
         }
         return outcome
+    }
+
+    /// What went wrong, without a message that may name a file.
+    private static func reason(_ error: any Error) -> String {
+        (error as? ProtectionError).map { "\($0.code)" } ?? "\(error)"
     }
 }
 

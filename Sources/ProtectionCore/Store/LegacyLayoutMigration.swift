@@ -12,9 +12,12 @@ enum LegacyLayoutMigration {
     struct Outcome: Equatable {
         /// Files renamed to their sealed paths.
         var moved = 0
-        /// Legacy paths left in place: not a valid name, not a regular
+        /// Legacy entries left in place: not a valid name, not a regular
         /// file, or their sealed path is taken already.
-        var leftBehind: [String] = []
+        var leftBehind = 0
+        /// The legacy directories (`ROOT/<uid>/files`) they are in: their
+        /// paths, which hold names, are not logged.
+        var leftBehindIn: [String] = []
         /// Directories whose entries changed, to fsync at the end.
         fileprivate var touched: Set<String> = []
     }
@@ -28,8 +31,10 @@ enum LegacyLayoutMigration {
             guard let uid = UInt32(entry), String(uid) == entry, isDirectory(files.root + "/" + entry) else { continue }
             let legacy = files.root + "/" + entry
             let namespace = Namespace(uid: uid)
+            let leftBefore = outcome.leftBehind
             if isDirectory(legacy + "/files") {
                 try move(legacy + "/files", relative: "", to: namespace, files, &outcome)
+                if outcome.leftBehind > leftBefore { outcome.leftBehindIn.append(legacy + "/files") }
             }
             removeEmptyDirectories(legacy)
         }
@@ -52,12 +57,12 @@ enum LegacyLayoutMigration {
                 continue
             }
             guard (info.st_mode & S_IFMT) == S_IFREG, let fileName = try? FileName(name) else {
-                outcome.leftBehind.append(legacy)
+                outcome.leftBehind += 1
                 continue
             }
             let sealed = try files.pathCreatingParents(for: fileName, in: namespace)
             guard !Posix.exists(sealed) else {
-                outcome.leftBehind.append(legacy)
+                outcome.leftBehind += 1
                 continue
             }
             try Posix.rename(legacy, sealed)

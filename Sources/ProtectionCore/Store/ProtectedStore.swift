@@ -97,8 +97,8 @@ public final class ProtectedStore: Sendable {
         let interrupted = try files.removeLeftoverTemporaryFiles()
         if interrupted > 0 { notify(.removedInterruptedWrites(interrupted)) }
         let legacy = try LegacyLayoutMigration.run(files)
-        if legacy.moved > 0 || !legacy.leftBehind.isEmpty {
-            notify(.namesSealed(moved: legacy.moved, leftBehind: legacy.leftBehind))
+        if legacy.moved > 0 || legacy.leftBehind > 0 {
+            notify(.namesSealed(moved: legacy.moved, leftBehind: legacy.leftBehind, in: legacy.leftBehindIn))
         }
         try state.withLock { state in try ProtectionError.translating { try state.keyBag.markNamesSealed() } }
         // Files of an older protd are bound to their names with the keys in memory now.

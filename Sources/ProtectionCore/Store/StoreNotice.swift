@@ -25,8 +25,9 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
     /// binding version 1 files to their names): whether its jobs are done.
     case headersRewritten(rewritten: Int, damaged: [String], unfinished: [String], finished: Bool)
     /// Files of the first store layout (uids and names in clear) were
-    /// moved to sealed names; `leftBehind` are legacy paths that stay.
-    case namesSealed(moved: Int, leftBehind: [String])
+    /// moved to sealed names; `leftBehind` legacy entries stay, in the
+    /// legacy directories `in` (their own paths hold names: not logged).
+    case namesSealed(moved: Int, leftBehind: Int, in: [String])
 
     public var description: String {
         switch self {
@@ -47,14 +48,14 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
             "rewrote the headers of \(rewritten) files (under the class keys the first passcode made, bound to "
                 + "their names and owners)"
                 + (damaged.isEmpty ? "" : "; \(damaged.count) do not open and stay as they are "
-                   + "(\(damaged.prefix(5).joined(separator: ", ")))")
+                   + "(in \(Set(damaged).sorted().prefix(5).joined(separator: ", ")); protctl check lists them)")
                 + (finished ? "" : "; the rest waits for the next unlock: "
                    + (unfinished.isEmpty ? "a create or write that took the replaced class keys was still running"
                       : unfinished.prefix(5).joined(separator: "; ")))
-        case .namesSealed(let moved, let leftBehind):
+        case .namesSealed(let moved, let leftBehind, let directories):
             "moved \(moved) files from the older store layout, whose paths showed uids and names, to sealed names"
-                + (leftBehind.isEmpty ? "" : "; \(leftBehind.count) entries stay where they are, as they are not "
-                   + "protd files or their new path is taken (\(leftBehind.prefix(5).joined(separator: ", ")))")
+                + (leftBehind == 0 ? "" : "; \(leftBehind) entries stay where they are, as they are not "
+                   + "protd files or their new path is taken (under \(directories.prefix(5).joined(separator: ", ")))")
         }
     }
 
@@ -65,7 +66,7 @@ public enum StoreNotice: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .failed, .keyBagModeFixed, .pendingUntilUnlock: true
         case .headersRewritten(_, let damaged, _, let finished): !finished || !damaged.isEmpty
-        case .namesSealed(_, let leftBehind): !leftBehind.isEmpty
+        case .namesSealed(_, let leftBehind, _): leftBehind > 0
         case .migrated, .destroyedFormer, .removedInterruptedWrites: false
         }
     }

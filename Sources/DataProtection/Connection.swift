@@ -123,7 +123,9 @@ final class Connection: Sendable {
             try await outbound.write(request.frame(requestID: id))
         } catch {
             router.discard(id)
-            throw router.failure ?? .daemonUnavailable("cannot send the hello to protd: \(ConnectionFailure.reason(error))")
+            if let failure = router.failure { throw failure }
+            if Task.isCancelled { throw .cancelled }
+            throw .daemonUnavailable("cannot send the hello to protd: \(ConnectionFailure.reason(error))")
         }
         let response = try await router.wait(for: id).get().first
         guard case .helloAccepted(let version, let maximumFrameLength, let uid, let gid) = response else {

@@ -26,12 +26,40 @@ final class Subscription: Sendable {
             attempt = task
             return (task, true)
         }
-        switch await task.value {
+        switch await Self.outcome(of: task) {
         case .success(let status):
             return (status, created)
         case .failure(let error):
             attempt.withLock { if $0 == task { $0 = nil } }
             throw error
+        }
+    }
+
+    /// `task`'s result, or `.cancelled` as soon as the caller's task is
+    /// cancelled: the attempt itself goes on for whoever else waits for it.
+    private static func outcome(of task: Attempt) async -> Result<DaemonStatus, DataProtectionError> {
+        let waiter = Waiter()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter.set(continuation)
+                Task { waiter.resume(with: await task.value) }
+                if Task.isCancelled { waiter.resume(with: .failure(.cancelled)) }
+            }
+        } onCancel: {
+            waiter.resume(with: .failure(.cancelled))
+        }
+    }
+
+    /// A continuation resumed once, by whichever comes first.
+    private final class Waiter: Sendable {
+        private let continuation = Mutex<CheckedContinuation<Result<DaemonStatus, DataProtectionError>, Never>?>(nil)
+
+        func set(_ waiting: CheckedContinuation<Result<DaemonStatus, DataProtectionError>, Never>) {
+            continuation.withLock { $0 = waiting }
+        }
+
+        func resume(with result: Result<DaemonStatus, DataProtectionError>) {
+            continuation.withLock { $0.take() }?.resume(returning: result)
         }
     }
 

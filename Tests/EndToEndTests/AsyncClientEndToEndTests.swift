@@ -80,6 +80,23 @@ struct AsyncClientEndToEndTests {
         await fresh.close()
     }
 
+    @Test("a subscribe waiting for a stopped daemon ends with .cancelled within 1 s of its task being cancelled")
+    func subscribeIsCancellable() async throws {
+        let daemon = try DaemonProcess()
+        let client = try await DataProtectionClient.connect(socketPath: daemon.socketPath, requestTimeout: .seconds(10))
+        daemon.suspend()
+        defer { daemon.resume() }
+        let subscribing = Task { await EndToEnd.failure { _ = try await client.subscribe() } }
+        try await Task.sleep(for: .milliseconds(200))
+        let start = ContinuousClock.now
+        subscribing.cancel()
+        #expect(await subscribing.value == .cancelled)
+        let took = ContinuousClock.now - start
+        #expect(took < .seconds(1), "the cancelled subscribe took \(took) to return")
+        daemon.resume()
+        await client.close()
+    }
+
     @Test("a streamed write lasts longer than the request timeout while its data keeps going out")
     func slowUploadOutlastsTheTimeout() async throws {
         let daemon = try DaemonProcess()

@@ -8,7 +8,11 @@ public enum EventReply: Sendable, Equatable {
     case none
     /// Acknowledge a `willBecomeUnavailable` event (the observer's class
     /// `.complete` files are closed), sent at once from the I/O thread.
-    /// Ignored for the other events.
+    /// Ignored for the other events. The daemon counts a client as one
+    /// subscriber: one observer's acknowledgement (or one
+    /// `acknowledge(_:)` call) counts for every observer and `events`
+    /// iterator of that client, so acknowledge only once every part of
+    /// the application that reads class `.complete` files is done.
     case acknowledge
 }
 

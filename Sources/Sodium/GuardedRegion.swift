@@ -33,6 +33,8 @@ final class GuardedRegion: @unchecked Sendable {
     let base: UnsafeMutableRawPointer
     /// The usable bytes from `base`.
     let byteCount: Int
+    /// Whether the kernel refused to lock it (`MemoryLocking`).
+    private let unlocked: Bool
     private let access = Mutex(Access())
 
     /// Allocates `byteCount` zeroed bytes of guarded memory, left `PROT_NONE`.
@@ -43,7 +45,7 @@ final class GuardedRegion: @unchecked Sendable {
         }
         sodium_memzero(memory, byteCount)
         do {
-            try MemoryLocking.check(memory, byteCount: byteCount)
+            unlocked = try !MemoryLocking.check(memory, byteCount: byteCount)
         } catch {
             sodium_free(memory)
             throw error
@@ -113,5 +115,6 @@ final class GuardedRegion: @unchecked Sendable {
         // sodium_free checks the canary, which sits inside the protected page.
         sodium_mprotect_readwrite(base)
         sodium_free(base)
+        if unlocked { MemoryLocking.unlockedRegionFreed() }
     }
 }

@@ -25,7 +25,7 @@ public enum MemoryLocking {
     }
 
     /// Whether key memory is held in RAM: the last `probe()` could lock a
-    /// page and every guarded region so far was locked.
+    /// page and every guarded region that exists now is locked.
     public static var isKeyMemoryLocked: Bool {
         state.withLock { !$0.probeRefused && $0.unlockedRegions == 0 }
     }
@@ -45,17 +45,25 @@ public enum MemoryLocking {
     }
 
     /// Checks that the region at `base` is locked (locking it again is
-    /// harmless); records or, with `requireLocked`, throws when it is not.
-    static func check(_ base: UnsafeMutableRawPointer, byteCount: Int) throws(SodiumError) {
+    /// harmless). Returns false when it is not, and counts it until
+    /// `unlockedRegionFreed()`; with `requireLocked`, throws instead (the
+    /// caller frees the region).
+    static func check(_ base: UnsafeMutableRawPointer, byteCount: Int) throws(SodiumError) -> Bool {
         let locked = sodium_mlock(base, byteCount) == 0
-        guard !locked else { return }
+        guard !locked else { return true }
         let required = state.withLock { state in
-            state.unlockedRegions += 1
+            if !state.requireLocked { state.unlockedRegions += 1 }
             return state.requireLocked
         }
         if required {
             throw SodiumError(.memoryNotLocked, "key memory cannot be locked in RAM; give protd CAP_IPC_LOCK "
                               + "or a higher LimitMEMLOCK, or turn memory.require-locked off")
         }
+        return false
+    }
+
+    /// A region `check` found unlocked was freed.
+    static func unlockedRegionFreed() {
+        state.withLock { $0.unlockedRegions -= 1 }
     }
 }

@@ -477,8 +477,8 @@ public final class KeyBag {
     /// rate-limits by `counter`'s record, checks the key bag is the one
     /// protd wrote, records the attempt on disk, then runs `unwrap` on the
     /// record. An unwrap that fails authentication is a failed attempt
-    /// (`failAttempt`); one that throws `NotChecked` takes the attempt
-    /// back. On success it checks the class B public key, lets
+    /// (`failAttempt`); one that throws `NotChecked` or another libsodium
+    /// error (no guarded memory) takes the attempt back. On success it checks the class B public key, lets
     /// `onSuccess` amend the record and writes the count back to 0.
     private func attempt(
         checking what: String, countedAgainst counter: AttemptCounter = .machine,
@@ -519,6 +519,11 @@ public final class KeyBag {
             throw ProtectionError(.ioFailure, "the \(what) could not be checked, so the attempt was not counted: \(error.reason)")
         } catch let error as SodiumError where error.code == .authenticationFailed {
             try failAttempt(what, countedAgainst: counter)
+        } catch let error as SodiumError {
+            // Guarded memory for the keys could not be had (its lock
+            // refused): nothing was checked, so nothing is counted.
+            try? store(before, for: counter)
+            throw ProtectionError(.ioFailure, "the \(what) could not be checked, so the attempt was not counted: \(error.message)")
         }
         var success = record
         if counter == .machine { success.failedAttempts = 0 }

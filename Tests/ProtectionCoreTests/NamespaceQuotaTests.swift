@@ -59,6 +59,35 @@ struct NamespaceQuotaTests {
         }
     }
 
+    @Test("a whole-file write that replaces a file deleted or rewritten meanwhile is counted at what it replaced")
+    func writeCountsWhatItReplaced() throws {
+        try withStore(StorageQuota(bytes: 1000)) { store in
+            try store.write([UInt8](repeating: 1, count: 600), to: name("x"), in: alice, protection: .none)
+            // Deleted while a write of it runs: the write makes a new file of 600 bytes.
+            let rewrite = try store.beginWrite(to: name("x"), in: alice, protection: .none)
+            try rewrite.append([UInt8](repeating: 2, count: 600))
+            try store.delete(name("x"), in: alice)
+            try rewrite.commit()
+            #expect(code { try store.write([UInt8](repeating: 3, count: 500), to: name("y"), in: alice) } == .quotaExceeded)
+            // Rewritten smaller while a write of it runs: the write replaces 100 bytes, not 600.
+            let again = try store.beginWrite(to: name("x"), in: alice, protection: .none)
+            try again.append([UInt8](repeating: 4, count: 600))
+            try store.write([UInt8](repeating: 5, count: 100), to: name("x"), in: alice, protection: .none)
+            try again.commit()
+            #expect(code { try store.write([UInt8](repeating: 3, count: 500), to: name("y"), in: alice) } == .quotaExceeded)
+            try store.write([UInt8](repeating: 3, count: 400), to: name("y"), in: alice)
+            // A write whose file shrank meanwhile, the room taken by another file: refused at commit,
+            // the file as it is.
+            try store.write([UInt8](repeating: 6, count: 300), to: name("x"), in: alice, protection: .none)
+            let third = try store.beginWrite(to: name("x"), in: alice, protection: .none)
+            try third.append([UInt8](repeating: 7, count: 550))
+            try store.write([UInt8](repeating: 8, count: 100), to: name("x"), in: alice, protection: .none)
+            try store.write([UInt8](repeating: 9, count: 200), to: name("z"), in: alice, protection: .none)
+            #expect(code { _ = try third.commit() } == .quotaExceeded)
+            #expect(try store.read(name("x"), in: alice) == [UInt8](repeating: 8, count: 100))
+        }
+    }
+
     @Test("a growth of many zero-fill steps past the quota is refused before the first step")
     func longGrowthRefusedWhole() throws {
         let step = ProtectedFileHandle.zeroFillStep

@@ -125,18 +125,31 @@ final class NamespaceQuota: Sendable {
 final class QuotaCharge: @unchecked Sendable {
     private let quota: NamespaceQuota
     private let namespace: Namespace
-    /// The file's plaintext size when the operation began; nil when there
-    /// was no file.
-    private let baseline: Int?
+    /// The file's plaintext size when the operation began (or when
+    /// `measureBaseline` last ran); nil when there was no file.
+    private var baseline: Int?
+    /// Measures the file the operation replaces again, for `measureBaseline`.
+    private let measure: (() -> Int?)?
     private var reserved = NamespaceQuota.Amount()
     private var settled = false
 
     /// Starts charging an operation on a file of `baseline` bytes (nil: no
-    /// file yet); nothing is reserved until `grow`.
-    init(_ quota: NamespaceQuota, in namespace: Namespace, baseline: Int?) {
+    /// file yet); nothing is reserved until `grow`. `measure` gives the
+    /// baseline anew, for an operation that replaces the file later.
+    init(_ quota: NamespaceQuota, in namespace: Namespace, baseline: Int?, measure: (() -> Int?)? = nil) {
         self.quota = quota
         self.namespace = namespace
         self.baseline = baseline
+        self.measure = measure
+    }
+
+    /// Takes the file's size now as the baseline: right before a
+    /// whole-file write replaces it, since a delete or another write may
+    /// have changed it since the write began (and counted that change).
+    /// What is reserved stays; `grow` then reserves what the new baseline
+    /// asks more.
+    func measureBaseline() {
+        if let measure { baseline = measure() }
     }
 
     /// Reserves what the file would add by being there with `size` bytes:
@@ -170,9 +183,10 @@ extension NamespaceQuota {
     /// or removes it (a whole-file write, a delete): its baseline is the
     /// file's plaintext size (`size`), if there is a file. Nil when no
     /// quota is set.
-    func charge(replacing path: String, in namespace: Namespace, size: () -> Int?) -> QuotaCharge? {
+    func charge(replacing path: String, in namespace: Namespace, size: @escaping () -> Int?) -> QuotaCharge? {
         guard limits.isOn else { return nil }
-        return QuotaCharge(self, in: namespace, baseline: Posix.exists(path) ? size() ?? 0 : nil)
+        let measure = { Posix.exists(path) ? size() ?? 0 : nil }
+        return QuotaCharge(self, in: namespace, baseline: measure(), measure: measure)
     }
 
     /// A charge for an open that may create the file at `path`: one more

@@ -58,11 +58,18 @@ public final class PendingWrite: @unchecked Sendable {
         done = true
         do {
             try ProtectionError.translating { try writer.finish() }
-            try transaction.commit(durable: durable)
+            // Charged against what it replaces now: a delete or another
+            // write since the start changed that (and was counted).
+            try transaction.commit(durable: durable) {
+                quotaCharge?.measureBaseline()
+                try quotaCharge?.grow(toSize: writer.size)
+            }
         } catch {
             writer.discard()
             transaction.abort()
-            quotaCharge?.cancel()
+            // Only a failed directory fsync comes after the rename: the
+            // new content is there, and counted.
+            if transaction.renamed { quotaCharge?.finish(size: writer.size) } else { quotaCharge?.cancel() }
             keyUse?.end()
             throw error
         }

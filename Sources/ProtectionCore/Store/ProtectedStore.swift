@@ -436,7 +436,7 @@ public final class ProtectedStore: Sendable {
         let (keys, keyUse) = try keysForWrapping()
         let path = try files.pathCreatingParents(for: name, in: namespace)
         // Quota (NamespaceQuota): a new file counts now, its bytes as they come.
-        let quotaCharge = quota.charge(replacing: path, in: namespace) { try? attributes(of: name, in: namespace).size }
+        let quotaCharge = quota.charge(replacing: path, in: namespace, size: plaintextSize(of: name, at: path, in: namespace))
         try quotaCharge?.grow(toSize: 0)
         let transaction = try files.atomicWriter(for: namespace).begin(target: path)
         let writer = try ProtectionError.translating {
@@ -635,9 +635,7 @@ public final class ProtectedStore: Sendable {
     public func delete(_ name: FileName, in namespace: Namespace) throws {
         // Quota (NamespaceQuota): the file's bytes and place are given back.
         let path = try files.path(for: name, in: namespace)
-        let quotaCharge = quota.charge(replacing: path, in: namespace) {
-            try? files.attributes(of: name, at: path, in: namespace, openFile: openFileAttributes).size
-        }
+        let quotaCharge = quota.charge(replacing: path, in: namespace, size: plaintextSize(of: name, at: path, in: namespace))
         try files.delete(name, at: path)
         quotaCharge?.finish(size: nil)
     }
@@ -661,6 +659,15 @@ public final class ProtectedStore: Sendable {
     }
 
     // MARK: - Internals
+
+    /// Measures the plaintext size of the file `name` at `path` (nil when it
+    /// cannot be read), for a quota charge that measures it again later.
+    private func plaintextSize(of name: FileName, at path: String, in namespace: Namespace) -> () -> Int? {
+        { [weak self] in
+            guard let self else { return nil }
+            return try? files.attributes(of: name, at: path, in: namespace, openFile: openFileAttributes).size
+        }
+    }
 
     /// The keys in memory now; `keyBagCorrupt` once an unlock found the
     /// key bag altered.

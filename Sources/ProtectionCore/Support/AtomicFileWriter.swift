@@ -68,6 +68,8 @@ final class AtomicFileTransaction {
     /// The file it will replace.
     let targetPath: String
     private var finished = false
+    /// Whether the temporary file was renamed over the target.
+    private(set) var renamed = false
 
     fileprivate init(fd: Int32, temporaryPath: String, targetPath: String) {
         self.fd = fd
@@ -76,11 +78,16 @@ final class AtomicFileTransaction {
     }
 
     /// Renames the temporary file over the target; with `durable`, the data
-    /// is fsynced first and the directory after.
-    func commit(durable: Bool) throws {
+    /// is fsynced first and the directory after. `beforeRename` runs right
+    /// before the rename; if it throws, nothing is renamed. After a
+    /// failure, `renamed` says whether the new content is in place anyway
+    /// (only the directory's fsync failed).
+    func commit(durable: Bool, beforeRename: () throws -> Void = {}) throws {
         precondition(!finished, "an atomic write is committed or aborted once")
         if durable { try Posix.fsync(fd, path: temporaryPath) }
+        try beforeRename()
         try Posix.rename(temporaryPath, targetPath)
+        renamed = true
         finished = true
         close(fd)
         if durable { try Posix.fsyncDirectory(Posix.parentDirectory(of: targetPath)) }

@@ -106,6 +106,21 @@ struct SealedNameTests {
         #expect(try list("z/") == ["z/short"])
     }
 
+    @Test("a long name deleted while a whole-file write of it runs is listed again once the write commits")
+    func deleteDuringWriteOfLongName() throws {
+        let fixture = try StoreFixture(segmentSize: 1024)
+        let name = fixture.name("z/\(Self.longest)")
+        try fixture.store.write([1], to: name, in: fixture.namespace, protection: .none)
+        let write = try fixture.store.beginWrite(to: name, in: fixture.namespace, protection: .none)
+        try write.append([2, 2])
+        // The delete removes the entry and then its sidecar, which the write found there when it began.
+        try fixture.store.delete(name, in: fixture.namespace)
+        _ = try write.commit()
+        #expect(try fixture.store.list(in: fixture.namespace).map(\.name) == [name])
+        #expect(try fixture.store.read(name, in: fixture.namespace) == [2, 2])
+        #expect(try fixture.store.check().problemCount == 0)
+    }
+
     @Test("long directory components at every depth get their sidecars, and a write under one whose sidecar is gone writes it again")
     func sidecarsOfNestedDirectories() throws {
         let fixture = try StoreFixture(segmentSize: 1024)

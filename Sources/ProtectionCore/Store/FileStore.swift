@@ -238,17 +238,31 @@ struct FileStore: Sendable {
 
     /// Removes `name`, whose path (`path(for:in:)`) is `path`; `notFound`
     /// when there is none.
-    func delete(_ name: FileName, at path: String) throws {
+    func delete(_ name: FileName, at path: String, in namespace: Namespace) throws {
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw ProtectionError(.notFound, "no file named \(name)")
         }
         try Posix.unlink(path)
-        // A crash before this leaves the sidecar alone, which names nothing;
-        // a create of the same name that came meanwhile keeps it.
+        // A crash before this leaves the sidecar alone, which names nothing.
         if PathBytes.lastComponent(of: path).hasPrefix(StoreNames.longEntryPrefix), !Posix.exists(path) {
             try? Posix.unlink(path + StoreNames.sidecarSuffix)
+            restoreSidecar(of: name, at: path, in: namespace)
         }
+    }
+
+    /// Writes the sidecar of `name`'s long last component again when its
+    /// entry at `path` exists without it: a create or whole-file write of
+    /// the name (which wrote the sidecar when it began) and a delete of it
+    /// can cross, the delete removing the sidecar just before or after the
+    /// new entry appears. Both call this after their change, so whichever
+    /// runs last puts it back. Best effort: an entry without its sidecar
+    /// still reads by name, it only drops out of listings (`check` says so).
+    func restoreSidecar(of name: FileName, at path: String, in namespace: Namespace) {
+        guard PathBytes.lastComponent(of: path).hasPrefix(StoreNames.longEntryPrefix), Posix.exists(path) else { return }
+        let sidecarPath = path + StoreNames.sidecarSuffix
+        guard !Posix.exists(sidecarPath), let sidecar = try? entries(of: name, in: namespace).last?.sidecar else { return }
+        try? atomicWriter(for: namespace).write(sidecar, to: sidecarPath, durable: true)
     }
 
     /// Removes what creates and whole-file writes interrupted by a crash

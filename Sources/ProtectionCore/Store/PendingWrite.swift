@@ -18,6 +18,8 @@ public final class PendingWrite: @unchecked Sendable {
     /// The class keys' use this write holds until its file has its name
     /// or is dropped (`HeaderRewrap`).
     var keyUse: KeyUse?
+    /// Runs once the new file has its name (`FileStore.restoreSidecar`).
+    var published: () -> Void = {}
 
     init(name: FileName, protection: ProtectionClass, transaction: AtomicFileTransaction, writer: SegmentStreamWriter,
          durable: Bool) {
@@ -71,10 +73,12 @@ public final class PendingWrite: @unchecked Sendable {
             // new content is there, and counted.
             if transaction.renamed { quotaCharge?.finish(size: writer.size) } else { quotaCharge?.cancel() }
             keyUse?.end()
+            if transaction.renamed { published() }
             throw error
         }
         quotaCharge?.finish(size: writer.size)
         keyUse?.end()
+        published()
         return writer.size
     }
 

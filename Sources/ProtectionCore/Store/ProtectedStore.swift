@@ -447,6 +447,7 @@ public final class ProtectedStore: Sendable {
                                    durable: durable)
         pending.quotaCharge = quotaCharge
         pending.keyUse = keyUse
+        pending.published = { [files] in files.restoreSidecar(of: name, at: path, in: namespace) }
         let registered = state.withLock { state in
             // A class A or C write may not start after its key is gone.
             if Self.classKeyGone(protection, in: state) { return false }
@@ -595,6 +596,7 @@ public final class ProtectedStore: Sendable {
         if let temporary {
             try AtomicFileWriter.flushTemporary(temporary)
             try shared.perform(on: name) { _ in try AtomicFileWriter.publish(temporary, as: path) }
+            files.restoreSidecar(of: name, at: path, in: namespace)
         }
         do {
             return try register(shared, protection: protection, name: name, namespace: namespace)
@@ -636,7 +638,7 @@ public final class ProtectedStore: Sendable {
         // Quota (NamespaceQuota): the file's bytes and place are given back.
         let path = try files.path(for: name, in: namespace)
         let quotaCharge = quota.charge(replacing: path, in: namespace, size: plaintextSize(of: name, at: path, in: namespace))
-        try files.delete(name, at: path)
+        try files.delete(name, at: path, in: namespace)
         quotaCharge?.finish(size: nil)
     }
 

@@ -85,7 +85,11 @@ final class Connection {
     /// whether the connection goes on (the versions overlap).
     static func answerHello(_ frame: Frame, peer: PeerCredentials, maximumFrameLength: Int) throws
         -> (answer: Response, accepted: Bool) {
-        guard case .hello(let minimum, let maximum, _) = try Request(frame: frame) else {
+        // Whatever came first (an unlock in place of the hello too) is zeroed.
+        defer { frame.wipeContent() }
+        let request = try Request(frame: frame)
+        defer { request.wipePasscodes() }
+        guard case .hello(let minimum, let maximum, _) = request else {
             throw ProtocolViolation("the first request must be hello")
         }
         guard frame.requestID != 0 else { throw ProtocolViolation("request id 0 is reserved for events") }

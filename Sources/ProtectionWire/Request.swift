@@ -195,72 +195,83 @@ public enum Request: Sendable, Equatable {
             throw ProtocolViolation("unknown request type 0x\(String(frame.type, radix: 16))")
         }
         var body = frame.wholeBody
-        switch type {
-        case .hello:
-            self = .hello(minimumVersion: try body.readWireInteger("minimum version"),
-                          maximumVersion: try body.readWireInteger("maximum version"),
-                          client: try body.readWireString("client name"))
-        case .status: self = .status
-        case .erase: self = .erase
-        case .writeEnd: self = .writeEnd
-        case .writeAbort: self = .writeAbort
-        case .subscribe: self = .subscribe
-        case .recoveryRemove: self = .recoveryRemove
-        case .check: self = .check
-        case .lock:
-            let flags: UInt8 = try body.readWireInteger("lock flags")
-            let grace: UInt32 = try body.readWireInteger("grace")
-            guard flags & ~3 == 0 else { throw ProtocolViolation("unknown lock flags \(flags)") }
-            self = .lock(graceMilliseconds: flags & 1 == 1 ? grace : nil, waitUntilLocked: flags & 2 == 2,
-                         reason: try body.readWireLockReason())
-        case .unlock:
-            self = .unlock(passcode: try body.readWireBytes("passcode"))
-        case .loginUnlock:
-            self = .loginUnlock(uid: try body.readWireInteger("uid"), passcode: try body.readWireBytes("passcode"))
-        case .passwd:
-            let hasOld = try body.readWireBool("has old passcode")
-            let old = try body.readWireBytes("old passcode")
-            self = .passwd(old: hasOld ? old : nil, new: try body.readWireBytes("new passcode"))
-        case .writeBegin:
-            self = .writeBegin(name: try body.readWireString("name"), protection: try body.readWireProtection(),
-                               durable: try body.readWireBool("durable"))
-        case .writeChunk:
-            self = .writeChunk(try body.readWireBuffer("data"))
-        case .read:
-            self = .read(name: try body.readWireString("name"), offset: try body.readWireInteger("offset"),
-                         length: try body.readWireInteger("length"))
-        case .open:
-            let name = try body.readWireString("name")
-            let rawMode: UInt8 = try body.readWireInteger("open mode")
-            guard let mode = WireOpenMode(rawValue: rawMode) else { throw ProtocolViolation("unknown open mode \(rawMode)") }
-            self = .open(name: name, mode: mode, protection: try body.readWireProtection())
-        case .handleRead:
-            self = .handleRead(handle: try body.readWireInteger("handle"), offset: try body.readWireInteger("offset"),
-                               length: try body.readWireInteger("length"))
-        case .handleWrite:
-            self = .handleWrite(handle: try body.readWireInteger("handle"), offset: try body.readWireInteger("offset"),
-                                data: try body.readWireBuffer("data"))
-        case .handleAppend:
-            self = .handleAppend(handle: try body.readWireInteger("handle"), data: try body.readWireBuffer("data"))
-        case .handleTruncate:
-            self = .handleTruncate(handle: try body.readWireInteger("handle"), size: try body.readWireInteger("size"))
-        case .handleSize: self = .handleSize(handle: try body.readWireInteger("handle"))
-        case .handleSync: self = .handleSync(handle: try body.readWireInteger("handle"))
-        case .handleClose: self = .handleClose(handle: try body.readWireInteger("handle"))
-        case .getProtection: self = .getProtection(name: try body.readWireString("name"))
-        case .stat: self = .stat(name: try body.readWireString("name"))
-        case .delete: self = .delete(name: try body.readWireString("name"))
-        case .setProtection:
-            self = .setProtection(name: try body.readWireString("name"), protection: try body.readWireProtection())
-        case .list: self = .list(prefix: try body.readWireString("prefix"))
-        case .acknowledge: self = .acknowledge(sequence: try body.readWireInteger("sequence"))
-        case .recoveryCreate: self = .recoveryCreate(passcode: try body.readWireBytes("passcode"))
-        case .recoveryReset:
-            self = .recoveryReset(recoveryKey: try body.readWireBytes(count: WireProtocol.recoveryKeyByteCount, "recovery key"),
-                                  newPasscode: try body.readWireBytes("new passcode"))
-        default:
-            throw ProtocolViolation("unknown request type 0x\(String(frame.type, radix: 16))")
+        // Passcodes read before a later field fails are zeroed with the error.
+        var secrets: [[UInt8]] = []
+        func secret(_ bytes: [UInt8]) -> [UInt8] {
+            secrets.append(bytes)
+            return bytes
         }
-        try body.expectFullyRead(String(describing: type))
+        do {
+            switch type {
+            case .hello:
+                self = .hello(minimumVersion: try body.readWireInteger("minimum version"),
+                              maximumVersion: try body.readWireInteger("maximum version"),
+                              client: try body.readWireString("client name"))
+            case .status: self = .status
+            case .erase: self = .erase
+            case .writeEnd: self = .writeEnd
+            case .writeAbort: self = .writeAbort
+            case .subscribe: self = .subscribe
+            case .recoveryRemove: self = .recoveryRemove
+            case .check: self = .check
+            case .lock:
+                let flags: UInt8 = try body.readWireInteger("lock flags")
+                let grace: UInt32 = try body.readWireInteger("grace")
+                guard flags & ~3 == 0 else { throw ProtocolViolation("unknown lock flags \(flags)") }
+                self = .lock(graceMilliseconds: flags & 1 == 1 ? grace : nil, waitUntilLocked: flags & 2 == 2,
+                             reason: try body.readWireLockReason())
+            case .unlock:
+                self = .unlock(passcode: secret(try body.readWireBytes("passcode")))
+            case .loginUnlock:
+                self = .loginUnlock(uid: try body.readWireInteger("uid"), passcode: secret(try body.readWireBytes("passcode")))
+            case .passwd:
+                let hasOld = try body.readWireBool("has old passcode")
+                let old = secret(try body.readWireBytes("old passcode"))
+                self = .passwd(old: hasOld ? old : nil, new: secret(try body.readWireBytes("new passcode")))
+            case .writeBegin:
+                self = .writeBegin(name: try body.readWireString("name"), protection: try body.readWireProtection(),
+                                   durable: try body.readWireBool("durable"))
+            case .writeChunk:
+                self = .writeChunk(try body.readWireBuffer("data"))
+            case .read:
+                self = .read(name: try body.readWireString("name"), offset: try body.readWireInteger("offset"),
+                             length: try body.readWireInteger("length"))
+            case .open:
+                let name = try body.readWireString("name")
+                let rawMode: UInt8 = try body.readWireInteger("open mode")
+                guard let mode = WireOpenMode(rawValue: rawMode) else { throw ProtocolViolation("unknown open mode \(rawMode)") }
+                self = .open(name: name, mode: mode, protection: try body.readWireProtection())
+            case .handleRead:
+                self = .handleRead(handle: try body.readWireInteger("handle"), offset: try body.readWireInteger("offset"),
+                                   length: try body.readWireInteger("length"))
+            case .handleWrite:
+                self = .handleWrite(handle: try body.readWireInteger("handle"), offset: try body.readWireInteger("offset"),
+                                    data: try body.readWireBuffer("data"))
+            case .handleAppend:
+                self = .handleAppend(handle: try body.readWireInteger("handle"), data: try body.readWireBuffer("data"))
+            case .handleTruncate:
+                self = .handleTruncate(handle: try body.readWireInteger("handle"), size: try body.readWireInteger("size"))
+            case .handleSize: self = .handleSize(handle: try body.readWireInteger("handle"))
+            case .handleSync: self = .handleSync(handle: try body.readWireInteger("handle"))
+            case .handleClose: self = .handleClose(handle: try body.readWireInteger("handle"))
+            case .getProtection: self = .getProtection(name: try body.readWireString("name"))
+            case .stat: self = .stat(name: try body.readWireString("name"))
+            case .delete: self = .delete(name: try body.readWireString("name"))
+            case .setProtection:
+                self = .setProtection(name: try body.readWireString("name"), protection: try body.readWireProtection())
+            case .list: self = .list(prefix: try body.readWireString("prefix"))
+            case .acknowledge: self = .acknowledge(sequence: try body.readWireInteger("sequence"))
+            case .recoveryCreate: self = .recoveryCreate(passcode: secret(try body.readWireBytes("passcode")))
+            case .recoveryReset:
+                let recoveryKey = secret(try body.readWireBytes(count: WireProtocol.recoveryKeyByteCount, "recovery key"))
+                self = .recoveryReset(recoveryKey: recoveryKey, newPasscode: secret(try body.readWireBytes("new passcode")))
+            default:
+                throw ProtocolViolation("unknown request type 0x\(String(frame.type, radix: 16))")
+            }
+            try body.expectFullyRead(String(describing: type))
+        } catch {
+            for bytes in secrets { Zeroing.wipeShared(bytes) }
+            throw error
+        }
     }
 }

@@ -266,7 +266,7 @@ final class Connection: Sendable {
 
     // MARK: Closing
 
-    /// Closes the socket; waiting and later calls fail with `daemonUnavailable`.
+    /// Closes the socket; waiting and later calls fail with `clientClosed`.
     func close() async {
         router.close(with: .clientClosed("this client's close method was called"))
         outbound.finish()

@@ -30,7 +30,9 @@ final class Subscription: Sendable {
         case .success(let status):
             return (status, created)
         case .failure(let error):
-            attempt.withLock { if $0 == task { $0 = nil } }
+            // Only the attempt's own failure lets the next caller retry; a
+            // caller that was cancelled leaves it running for the others.
+            if error.code != .cancelled { attempt.withLock { if $0 == task { $0 = nil } } }
             throw error
         }
     }

@@ -57,7 +57,7 @@ struct HeadOfLineEndToEndTests {
                     await client.close()
                 }
             }
-            // Samples while every long request is are in flight (for at most 60 s).
+            // Samples while every long request is in flight (for at most 60 s).
             let begun = ContinuousClock.now
             let deadline = begun + .seconds(60)
             while running.started.load(ordering: .relaxed) < Self.writerCount && ContinuousClock.now < deadline {

@@ -35,7 +35,7 @@ public struct FileName: Hashable, Sendable, CustomStringConvertible, Comparable 
     }
 
     public var description: String { value }
-    public static func < (lhs: FileName, rhs: FileName) -> Bool { lhs.value < rhs.value }
+    public static func < (lhs: FileName, rhs: FileName) -> Bool { lhs.value.utf8.lexicographicallyPrecedes(rhs.value.utf8) }
 
     /// Names are equal when their bytes are: `String`'s own equality is
     /// canonical equivalence, which would make two files one.

@@ -147,18 +147,24 @@ public final class ProtectedFileHandle: Sendable {
 
     /// Grows the file with zeros, a step at a time, until `gapEnd` is at
     /// most one step past its end; the caller's own call, which ends at
-    /// `callEnd`, does the rest. The quota is charged for the whole call
-    /// first, so it refuses before the first step. A step can still fail
-    /// on its own (a full disk, a lock invalidating the file): the steps
-    /// before it stay, as zeros.
+    /// `callEnd`, does the rest. The quota is checked for the whole call
+    /// first, so it refuses before the first step, and counts what the
+    /// steps added (not the size after them: other handles' calls between
+    /// the steps count their own changes). A step can still fail on its
+    /// own (a full disk, a lock invalidating the file), as can the last
+    /// part when another call of the uid took the room meanwhile: the
+    /// steps before stay, as zeros.
     private func zeroFilling(upTo gapEnd: Int, callEnd: Int) throws {
         guard gapEnd >= 0, (0...EncryptedFile.maximumSize).contains(callEnd) else { return }
         let start = try withFile { $0.size }
         guard gapEnd - start > Self.zeroFillStep else { return }
-        try quota.charging(namespace, from: start, to: callEnd, resultingSize: { (try? withFile { $0.size }) ?? start }) {
+        var added = 0
+        try quota.charging(namespace, from: start, to: callEnd, resultingSize: { start + added }) {
             while try withFile({ file in
                 guard gapEnd - file.size > Self.zeroFillStep else { return false }
-                try file.truncate(to: file.size + Self.zeroFillStep)
+                let before = file.size
+                try file.truncate(to: before + Self.zeroFillStep)
+                added += file.size - before
                 return true
             }) {
                 self.file.letWaitersIn()

@@ -630,14 +630,22 @@ public final class KeyBag {
         return try KeyedBlake2b.deriveKey(key: deviceSecret, label: Label.passcode, secret: stretched)
     }
 
+    /// Writes `updated` (or the record) atomically. When only the
+    /// directory's fsync failed, after the rename, the new bytes are in
+    /// place: the record in memory becomes them too (so a later write does
+    /// not put the old one back, and the passcode in use is the one on
+    /// disk), and the error says the change is in effect.
     private func persist(_ updated: KeyBagRecord? = nil, macKey: SecretBytes? = nil) throws {
         let bytes = try (updated ?? record).encode(macKey: macKey ?? deviceKeys.recordMAC)
         do {
             try AtomicFileWriter(scratchDirectory: Posix.parentDirectory(of: path)).write(bytes, to: path, durable: true)
         } catch {
-            // A failure after the rename (the directory's fsync) left the new bytes in place.
-            if (try? Posix.readFile(path)) == bytes { written = bytes }
-            throw error
+            guard (try? Posix.readFile(path)) == bytes else { throw error }
+            written = bytes
+            // A device secret change keeps its own record of what it did (DeviceSecretMigration).
+            if macKey == nil, let updated { record = updated }
+            throw ProtectionError(.ioFailure, "the key bag was replaced and the change is in effect, but its directory "
+                                  + "could not be synced, so a crash may undo it: \(error)")
         }
         written = bytes
     }

@@ -40,6 +40,34 @@ struct LoginAttemptsTests {
         #expect(again?.message.contains("1 consecutive") == true, "a success reset alice's count")
     }
 
+    @Test("login counts survive a device secret change stopped after the key bag moved to the new secret")
+    func countsSurviveAnInterruptedDeviceSecretChange() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock()
+        func bag(_ deviceSecret: SecretBytes) throws -> KeyBag {
+            try KeyBag(path: directory.appending("keybag"), deviceSecret: deviceSecret, cost: .minimum, policy: .standard,
+                       clock: clock)
+        }
+        let before = try bag(try DeviceSecret.load(from: .file(path: directory.appending("device-key"))))
+        try before.setPasscode(secret("right"), old: nil)
+        for _ in 1...3 {
+            #expect(throws: ProtectionError.self) { try before.unlock(passcode: secret("wrong"), countedAgainst: .login(uid: 7)) }
+        }
+        let counts = directory.appending("login-attempts")
+        let underOldSecret = try Data(contentsOf: URL(fileURLWithPath: counts))
+        let newSecret = try SecretBytes.random(count: 32)
+        try before.changeDeviceSecret(to: newSecret, passcode: secret("right"))
+        // As if it stopped right after the key bag: the counts under the new
+        // secret still beside the file, which is still under the old one.
+        try FileManager.default.moveItem(atPath: counts, toPath: counts + ".next")
+        try underOldSecret.write(to: URL(fileURLWithPath: counts))
+        let after = try bag(newSecret)
+        let error = #expect(throws: ProtectionError.self) { try after.unlock(passcode: secret("wrong"), countedAgainst: .login(uid: 7)) }
+        #expect(error?.message.contains("4 consecutive") == true, "\(error?.message ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: counts + ".next"))
+    }
+
     @Test("the record is kept in a file bound to the device secret; one that does not authenticate starts afresh")
     func fileIsAuthenticated() throws {
         let fixture = try StoreFixture()

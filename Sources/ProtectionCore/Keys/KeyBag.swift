@@ -27,6 +27,11 @@ public final class KeyBag {
     /// Failed attempts at login, per login user (`AttemptCounter.login`).
     private var loginAttempts = LoginAttempts()
     private var loginAttemptsPath: String { Posix.parentDirectory(of: path) + "/login-attempts" }
+    /// The login attempts under a new device secret, written before the key
+    /// bag moves to it (`changeDeviceSecret`) and renamed over
+    /// `loginAttemptsPath` after: a crash between the two leaves counts
+    /// under whichever secret the key bag has.
+    private var nextLoginAttemptsPath: String { loginAttemptsPath + ".next" }
     /// The bytes protd last wrote: a key bag that differs on disk was
     /// rewritten behind protd's back (its attempt record reset, say).
     private var written: [UInt8] = []
@@ -94,11 +99,23 @@ public final class KeyBag {
             (record, keys) = try Self.fresh(cost: cost, deviceKeys: deviceKeys)
             try persist()
         }
-        if let bytes = try? Posix.readFile(loginAttemptsPath),
-           let macKey = try? LoginAttempts.macKey(deviceSecret: deviceSecret) {
-            // One that does not authenticate is dropped: counts start afresh.
-            loginAttempts = (try? LoginAttempts.decode(bytes, macKey: macKey)) ?? LoginAttempts()
+        loginAttempts = loadLoginAttempts()
+    }
+
+    /// The login attempts on disk under the current device secret: from
+    /// the file, or from the next file a device secret change wrote before
+    /// it stopped (then moved into place). One that does not authenticate
+    /// is dropped: counts start afresh.
+    private func loadLoginAttempts() -> LoginAttempts {
+        guard let macKey = try? LoginAttempts.macKey(deviceSecret: deviceSecret) else { return LoginAttempts() }
+        defer { macKey.wipe() }
+        let read = { (path: String) in (try? Posix.readFile(path)).flatMap { try? LoginAttempts.decode($0, macKey: macKey) } }
+        if let next = read(nextLoginAttemptsPath), read(loginAttemptsPath) == nil,
+           (try? Posix.rename(nextLoginAttemptsPath, loginAttemptsPath)) != nil {
+            return next
         }
+        try? Posix.unlink(nextLoginAttemptsPath)
+        return read(loginAttemptsPath) ?? LoginAttempts()
     }
 
     /// Whether a passcode is set.
@@ -403,10 +420,24 @@ public final class KeyBag {
                                                                  key: newKeys.recoveryOuter)
         }
         try wrapClassD(into: &updated, key: newKeys.classD)
-        try persist(updated, macKey: newKeys.recordMAC)
+        // The login attempts go first, beside the current file: whichever
+        // secret the key bag ends up under, its counts are on disk.
+        let movesLoginAttempts = !loginAttempts.records.isEmpty
+        if movesLoginAttempts {
+            let macKey = try LoginAttempts.macKey(deviceSecret: newSecret)
+            defer { macKey.wipe() }
+            try AtomicFileWriter(scratchDirectory: Posix.parentDirectory(of: path))
+                .write(try loginAttempts.encode(macKey: macKey), to: nextLoginAttemptsPath, durable: true)
+        }
+        let before = written
+        do {
+            try persist(updated, macKey: newKeys.recordMAC)
+        } catch {
+            if written == before { try? Posix.unlink(nextLoginAttemptsPath) }
+            throw error
+        }
         record = updated
-        // Else dropped at the next start, as one that does not authenticate.
-        try? persistLoginAttempts(loginAttempts, deviceSecret: newSecret)
+        if movesLoginAttempts { try? Posix.rename(nextLoginAttemptsPath, loginAttemptsPath) }
         deviceSecret = newSecret
         deviceKeys = newKeys
     }

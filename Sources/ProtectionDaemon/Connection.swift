@@ -325,7 +325,7 @@ final class Connection {
             }
             // Far past the end, the gap's zeros are sealed first: off the
             // cooperative threads, as a growing truncate.
-            guard start - (try handle.size()) > ProtectedFileHandle.zeroFillStep else { return .size(UInt64(try write())) }
+            guard handle.leavesLongGap(upTo: start) else { return .size(UInt64(try write())) }
             return .size(UInt64(try await BlockingIO.run(write)))
         case .handleAppend(let number, let data):
             let handle = try handle(number)

@@ -110,12 +110,13 @@ public final class KeyBag {
         guard let macKey = try? LoginAttempts.macKey(deviceSecret: deviceSecret) else { return LoginAttempts() }
         defer { macKey.wipe() }
         let read = { (path: String) in (try? Posix.readFile(path)).flatMap { try? LoginAttempts.decode($0, macKey: macKey) } }
-        if let next = read(nextLoginAttemptsPath), read(loginAttemptsPath) == nil,
+        let current = read(loginAttemptsPath)
+        if current == nil, let next = read(nextLoginAttemptsPath),
            (try? Posix.rename(nextLoginAttemptsPath, loginAttemptsPath)) != nil {
             return next
         }
         try? Posix.unlink(nextLoginAttemptsPath)
-        return read(loginAttemptsPath) ?? LoginAttempts()
+        return current ?? LoginAttempts()
     }
 
     /// Whether a passcode is set.
@@ -543,18 +544,16 @@ public final class KeyBag {
         let unwrapped: Unwrapped
         do {
             unwrapped = try unwrap(record)
-        } catch let error as NotChecked {
-            // The check could not run, so the attempt is taken back. If
-            // that write fails too, it stays counted, as after a crash.
-            try? store(before, for: counter)
-            throw ProtectionError(.ioFailure, "the \(what) could not be checked, so the attempt was not counted: \(error.reason)")
         } catch let error as SodiumError where error.code == .authenticationFailed {
             try failAttempt(what, countedAgainst: counter)
-        } catch let error as SodiumError {
-            // Guarded memory for the keys could not be had (its lock
-            // refused): nothing was checked, so nothing is counted.
+        } catch {
+            // The check could not run (Argon2id out of memory, or no
+            // guarded memory for the keys), so the attempt is taken back.
+            // If that write fails too, it stays counted, as after a crash.
+            let reason = (error as? NotChecked)?.reason ?? (error as? SodiumError)?.message
+            guard let reason else { throw error }
             try? store(before, for: counter)
-            throw ProtectionError(.ioFailure, "the \(what) could not be checked, so the attempt was not counted: \(error.message)")
+            throw ProtectionError(.ioFailure, "the \(what) could not be checked, so the attempt was not counted: \(reason)")
         }
         var success = record
         if counter == .machine { success.failedAttempts = 0 }

@@ -69,11 +69,15 @@ public final class PendingWrite: @unchecked Sendable {
         } catch {
             writer.discard()
             transaction.abort()
+            keyUse?.end()
             // Only a failed directory fsync comes after the rename: the
             // new content is there, and counted.
-            if transaction.renamed { quotaCharge?.finish(size: writer.size) } else { quotaCharge?.cancel() }
-            keyUse?.end()
-            if transaction.renamed { published() }
+            if transaction.renamed {
+                quotaCharge?.finish(size: writer.size)
+                published()
+            } else {
+                quotaCharge?.cancel()
+            }
             throw error
         }
         quotaCharge?.finish(size: writer.size)

@@ -155,7 +155,7 @@ public final class ProtectedFileHandle: Sendable {
     /// part when another call of the uid took the room meanwhile: the
     /// steps before stay, as zeros.
     private func zeroFilling(upTo gapEnd: Int, callEnd: Int) throws {
-        guard gapEnd >= 0, (0...EncryptedFile.maximumSize).contains(callEnd) else { return }
+        guard (0...EncryptedFile.maximumSize).contains(callEnd), leavesLongGap(upTo: gapEnd) else { return }
         let start = try withFile { $0.size }
         guard gapEnd - start > Self.zeroFillStep else { return }
         var added = 0
@@ -170,6 +170,14 @@ public final class ProtectedFileHandle: Sendable {
                 self.file.letWaitersIn()
             }
         }
+    }
+
+    /// Whether a call that writes from `offset` (or truncates to it)
+    /// leaves a gap of zeros longer than `zeroFillStep`, by the size the
+    /// file had after its last call: asked without waiting for the file,
+    /// so the usual write, within the file, pays nothing for it.
+    public func leavesLongGap(upTo offset: Int) -> Bool {
+        offset > Self.zeroFillStep && offset - (file.currentAttributes?.size ?? 0) > Self.zeroFillStep
     }
 
     private func checkNotClosed() throws {

@@ -320,8 +320,8 @@ struct LargeFileWorkload {
                        note: (isDefault ? "the cipher protd's storage.cipher auto picks on this CPU" : "") + construction))
         report.add(Row(workload: label, measure: "raw libsodium \(cipher) open, 1 core", unit: "MiB/s", sample: singleOpen))
         report.add(Row(workload: label, measure: "raw libsodium \(cipher) seal, \(cores) cores\(ceiling)", unit: "MiB/s",
-                       sample: ceilingSeal, note: "the most this cipher seals here; protd spreads a request's segments over the cores "
-                           + "only for xchacha20-poly1305, and seals inline for the others"))
+                       sample: ceilingSeal, note: "the most this cipher seals here; protd seals a request's segments on its serving thread, "
+                           + "one connection's on one core"))
         report.add(Row(workload: label, measure: "raw libsodium \(cipher) open, \(cores) cores\(ceiling)", unit: "MiB/s",
                        sample: ceilingOpen))
         return CipherRates(singleSeal: singleSeal, singleOpen: singleOpen, ceilingSeal: ceilingSeal, ceilingOpen: ceilingOpen)
@@ -329,8 +329,8 @@ struct LargeFileWorkload {
 
     /// `cipher` over the same bytes in 64 KiB segments, on `threads`
     /// threads at once, each taking every `threads`-th segment: on every
-    /// core, the most the cipher does here (protd itself spreads a
-    /// request's segments only for XChaCha20-Poly1305).
+    /// core, the most the cipher does here (protd itself seals one
+    /// request's segments on one thread).
     private func cryptoRates(_ cipher: ContentCipher, threads: Int) throws -> (Sample, Sample) {
         let aead = cipher.aead
         let key = try SecretBytes.random(count: 32)

@@ -36,8 +36,8 @@ public struct ClientLimits: Sendable, Equatable {
 /// ordinary slots, at most `connectionsPerUID` each. An administrator with
 /// no ordinary slot left to it (all taken, or its uid's share used) gets
 /// one of the `connectionsKeptForAdmins` kept slots, which serve only
-/// `status`, `lock`, `unlock`, `passwd`, `erase` and the recovery key
-/// requests (`servesOnKeptSlot`):
+/// `status`, `lock`, `unlock`, `loginUnlock`, `passwd`, `erase` and the
+/// recovery key requests (`servesOnKeptSlot`):
 /// an administrator's ordinary work (files, subscriptions) on one gets the
 /// connection closed, so it cannot use up the slots by mistake.
 struct ConnectionSlots: Sendable {
@@ -99,8 +99,8 @@ struct ConnectionSlots: Sendable {
 
     /// The answer to any other request on a kept slot; the connection closes.
     static let keptSlotRefusal = WireError(.tooManyConnections, """
-        this connection holds a slot kept for administrators, which serves only status, lock, unlock, passwd, \
-        erase and the recovery key requests, because limits.max-connections or limits.max-connections-per-uid left it no other
+        this connection holds a slot kept for administrators, which serves only status, lock, unlock, login \
+        unlock, passwd, erase and the recovery key requests, because limits.max-connections or limits.max-connections-per-uid left it no other
         """)
 }
 

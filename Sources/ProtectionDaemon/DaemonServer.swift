@@ -18,11 +18,11 @@ public final class DaemonServer: Service {
         case inherited(fd: Int32)
     }
 
-    /// Requests waiting for a connection's task: at most 4 decoded frames
-    /// (NIO's default is 10), after which reading from the socket pauses
-    /// until 2 are left. A streamed write then waits in the daemon with at
-    /// most 4 chunks (2 MiB of 512 KiB ones) instead of 10 (no difference
-    /// in write speed measured, with 256 KiB chunks).
+    /// Requests waiting for a connection's task: reading from the socket
+    /// pauses once 4 decoded frames wait (NIO's default is 10) until 2 are
+    /// left, though every frame of the read that crossed the mark is still
+    /// decoded (one read is at most 1 MiB). A streamed write then waits in
+    /// the daemon with a few chunks of 512 KiB instead of 10.
     static let channelConfiguration = NIOAsyncChannel<Frame, Frame>.Configuration(
         backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4))
 

@@ -27,6 +27,28 @@ struct SealedNameTests {
     private func integrityFailure(_ body: () throws -> Void) -> Bool { failure(body) == .integrityFailure }
     private func notFound(_ body: () throws -> Void) -> Bool { failure(body) == .notFound }
 
+    @Test("a missing file, or a path through a file, is reported by the name given, never by its sealed entry")
+    func errorsSayTheName() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store, namespace = fixture.namespace
+        try store.write(Array("a file".utf8), to: fixture.name("plain"), in: namespace, protection: .none)
+        let attempts: [(String, ProtectionError.Code, (FileName) throws -> Void)] = [
+            ("missing", .notFound, { _ = try store.attributes(of: $0, in: namespace) }),
+            ("missing", .notFound, { try store.setProtection(.complete, of: $0, in: namespace) }),
+            ("missing", .notFound, { _ = try store.read($0, in: namespace) }),
+            ("missing", .notFound, { _ = try store.open($0, in: namespace, mode: .existing) }),
+            ("missing", .notFound, { try store.delete($0, in: namespace) }),
+            ("plain/inner", .invalidName, { _ = try store.read($0, in: namespace) }),
+            ("plain/inner", .invalidName, { _ = try store.attributes(of: $0, in: namespace) }),
+            ("plain/inner", .invalidName, { try store.write([1], to: $0, in: namespace, protection: .none) }),
+        ]
+        for (text, code, attempt) in attempts {
+            let error = #expect(throws: ProtectionError.self) { try attempt(fixture.name(text)) }
+            #expect(error?.code == code, "\(text): \(String(describing: error))")
+            #expect(error?.message.contains(text) == true, "\(text): \(String(describing: error))")
+        }
+    }
+
     @Test("after writes in every class and three namespaces, no name, path component or uid is in any path or byte of the state directory")
     func nothingInClear() throws {
         let fixture = try StoreFixture()

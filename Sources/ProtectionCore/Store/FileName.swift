@@ -68,3 +68,20 @@ public struct FileAttributes: Sendable, Equatable {
     /// Last modification, seconds since the Unix epoch.
     public let modificationTime: Int64
 }
+
+extension FileName {
+    /// Runs `body` on this file. A "no such file" or "not a directory"
+    /// from a system call names the sealed entry of its path, which means
+    /// nothing to the caller, so it is said with this name instead.
+    func speaking<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch let error as ProtectionError where !error.message.contains(value) {
+            switch error.code {
+            case .notFound: throw ProtectionError(.notFound, "no file named \(self)")
+            case .invalidName: throw ProtectionError(.invalidName, "\(self): a path component is a file")
+            default: throw error
+            }
+        }
+    }
+}

@@ -62,9 +62,11 @@ public final class PendingWrite: @unchecked Sendable {
             try ProtectionError.translating { try writer.finish() }
             // Charged against what it replaces now: a delete or another
             // write since the start changed that (and was counted).
-            try transaction.commit(durable: durable) {
-                quotaCharge?.measureBaseline()
-                try quotaCharge?.grow(toSize: writer.size)
+            try name.speaking {
+                try transaction.commit(durable: durable) {
+                    quotaCharge?.measureBaseline()
+                    try quotaCharge?.grow(toSize: writer.size)
+                }
             }
         } catch {
             writer.discard()

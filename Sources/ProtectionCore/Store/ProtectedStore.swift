@@ -434,7 +434,7 @@ public final class ProtectedStore: Sendable {
         to name: FileName, in namespace: Namespace, protection: ProtectionClass = .default, durable: Bool = true
     ) throws -> PendingWrite {
         let (keys, keyUse) = try keysForWrapping()
-        let path = try files.pathCreatingParents(for: name, in: namespace)
+        let path = try name.speaking { try files.pathCreatingParents(for: name, in: namespace) }
         // Quota (NamespaceQuota): a new file counts now, its bytes as they come.
         let quotaCharge = quota.charge(replacing: path, in: namespace, size: plaintextSize(of: name, at: path, in: namespace))
         try quotaCharge?.grow(toSize: 0)
@@ -471,6 +471,10 @@ public final class ProtectedStore: Sendable {
     /// Up to `count` bytes of `name` from `offset`.
     public func read(_ name: FileName, in namespace: Namespace, offset: Int, count: Int) throws -> [UInt8] {
         guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
+        return try name.speaking { try readUnnamed(name, in: namespace, offset: offset, count: count) }
+    }
+
+    private func readUnnamed(_ name: FileName, in namespace: Namespace, offset: Int, count: Int) throws -> [UInt8] {
         let small = try readSmallFile(name, in: namespace, offset: offset, count: count,
                                       ifAtMost: Self.smallFileLimit) { count, fill in
             try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
@@ -499,7 +503,7 @@ public final class ProtectedStore: Sendable {
     ) throws -> R? {
         guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
         let path = try files.path(for: name, in: namespace)
-        let fd = try Posix.open(path, O_RDONLY | O_NOFOLLOW)
+        let fd = try name.speaking { try Posix.open(path, O_RDONLY | O_NOFOLLOW) }
         defer { close(fd) }
         let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
         let keys = try currentKeys()
@@ -516,6 +520,10 @@ public final class ProtectedStore: Sendable {
     /// unwrap the file key, even when another handle has it open; creating
     /// one needs only the key that wraps (the public key for class B).
     public func open(_ name: FileName, in namespace: Namespace, mode: OpenMode) throws -> ProtectedFileHandle {
+        try name.speaking { try openUnnamed(name, in: namespace, mode: mode) }
+    }
+
+    private func openUnnamed(_ name: FileName, in namespace: Namespace, mode: OpenMode) throws -> ProtectedFileHandle {
         // Only a create makes the name's parent directories: opening an
         // existing file leaves the tree as it is (and costs no mkdir).
         let path = mode == .existing ? try files.path(for: name, in: namespace)
@@ -617,7 +625,9 @@ public final class ProtectedStore: Sendable {
     public func setProtection(_ protection: ProtectionClass, of name: FileName, in namespace: Namespace) throws {
         let (keys, keyUse) = try keysForWrapping()
         defer { keyUse.end() }
-        let flush = try withOpenFile(name, in: namespace) { try $0.changeProtection(to: protection, keys: keys) }
+        let flush = try name.speaking {
+            try withOpenFile(name, in: namespace) { try $0.changeProtection(to: protection, keys: keys) }
+        }
         try flush.run()
     }
 
@@ -625,7 +635,7 @@ public final class ProtectedStore: Sendable {
     /// While handles have the file open, class and size are theirs, read
     /// between their writes.
     public func attributes(of name: FileName, in namespace: Namespace) throws -> FileAttributes {
-        try files.attributes(of: name, in: namespace, openFile: openFileAttributes)
+        try name.speaking { try files.attributes(of: name, in: namespace, openFile: openFileAttributes) }
     }
 
     /// Files in `namespace` whose name starts with `prefix`; every state.
@@ -638,7 +648,7 @@ public final class ProtectedStore: Sendable {
         // Quota (NamespaceQuota): the file's bytes and place are given back.
         let path = try files.path(for: name, in: namespace)
         let quotaCharge = quota.charge(replacing: path, in: namespace, size: plaintextSize(of: name, at: path, in: namespace))
-        try files.delete(name, at: path, in: namespace)
+        try name.speaking { try files.delete(name, at: path, in: namespace) }
         quotaCharge?.finish(size: nil)
     }
 

@@ -227,6 +227,8 @@ public enum Request: Sendable, Equatable {
             case .passwd:
                 let hasOld = try body.readWireBool("has old passcode")
                 let old = secret(try body.readWireBytes("old passcode"))
+                // An old passcode sent without its flag is never used; it is zeroed here, as nothing else holds it.
+                if !hasOld { Zeroing.wipeShared(old) }
                 self = .passwd(old: hasOld ? old : nil, new: secret(try body.readWireBytes("new passcode")))
             case .writeBegin:
                 self = .writeBegin(name: try body.readWireString("name"), protection: try body.readWireProtection(),

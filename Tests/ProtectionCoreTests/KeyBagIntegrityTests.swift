@@ -111,7 +111,7 @@ struct KeyBagIntegrityTests {
         #expect(try fixture.readsEveryClass())
     }
 
-    @Test("a class B public key replaced under a valid MAC is refused at unlock as keyBagCorrupt, a fault status reports")
+    @Test("a class B public key replaced under a valid MAC is refused at unlock as keyBagCorrupt, a fault status reports, and the key bag is not written again")
     func replacedPublicKey() throws {
         let fixture = try StoreFixture()
         try fixture.store.setPasscode(StoreFixture.secret(passcode), old: nil)
@@ -133,6 +133,11 @@ struct KeyBagIntegrityTests {
         #expect(read?.code == .keyBagCorrupt)
         let again = #expect(throws: ProtectionError.self) { _ = try fixture.store.unlock(passcode: StoreFixture.secret(passcode)) }
         #expect(again?.code == .keyBagCorrupt)
+        // Nor is the altered key bag written again.
+        let keyBagBefore = try Data(contentsOf: URL(fileURLWithPath: keyBagPath(fixture)))
+        let removal = #expect(throws: ProtectionError.self) { try fixture.store.removeRecoveryKey() }
+        #expect(removal?.code == .keyBagCorrupt)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keyBagPath(fixture))) == keyBagBefore)
     }
 
     @Test("a key bag rewritten on disk while protd runs (failed attempts reset) is refused at the next attempt")

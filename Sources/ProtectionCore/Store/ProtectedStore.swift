@@ -183,8 +183,11 @@ public final class ProtectedStore: Sendable {
     }
 
     /// Deletes the recovery wrapping; the recovery key opens nothing after.
+    /// Refused (`keyBagCorrupt`) once the key bag was found altered, like
+    /// every other key bag write.
     public func removeRecoveryKey() throws {
         try state.withLock { state in
+            try state.refuseIfFaulted()
             try ProtectionError.translating { try state.keyBag.removeRecovery() }
         }
     }

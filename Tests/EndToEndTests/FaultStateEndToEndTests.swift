@@ -54,6 +54,16 @@ struct FaultStateEndToEndTests {
         #expect(text.stdout.hasPrefix("fault: key bag failed authentication"))
         let read = try CommandRunner.run(Self.protctl, ["--socket", daemon.socketPath, "read", "kept"])
         #expect(read.status == 78, "\(read.stderr)")
+        // Verbs that act on whether a passcode or recovery key is set stop with the fault: the daemon cannot know.
+        for verb in [["unlock", "--stdin"], ["passwd", "--stdin"], ["recovery", "create", "--stdin"],
+                     ["recovery", "remove", "--yes"], ["recovery", "reset-passcode", "--stdin"]] {
+            let run = try CommandRunner.run(Self.protctl, ["--socket", daemon.socketPath] + verb,
+                                            input: Array("guess\nguess\n".utf8))
+            #expect(run.status == 78, "\(verb): \(run.status) \(run.stdout) \(run.stderr)")
+            #expect(run.stderr.contains("fault state") && run.stderr.contains("key bag failed authentication"),
+                    "\(verb): \(run.stderr)")
+            #expect(!run.stdout.contains("nothing to unlock"), "\(verb): \(run.stdout)")
+        }
         #expect(daemon.log.components(separatedBy: "serving no files").count == 2, "logged once")
         // Still up after all that: the socket stays.
         #expect(daemon.stop()?.status == 0)

@@ -70,6 +70,15 @@ struct ProtctlEndToEndTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".protctl") }.isEmpty)
         let json = try run(daemon, ["--json", "read", "notes/a"])
         #expect(json.json?["base64"] as? String == Data("hello world".utf8).base64EncodedString())
+        // --json prints the content, so it does not go with --output (which it used to ignore).
+        let both = try run(daemon, ["--json", "read", "notes/a", "--output", directory.appending("unused")])
+        #expect(both.status == 64 && both.stderr.contains("--output"), "\(both.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("unused")))
+        // A name with a control character is listed escaped, not as two lines or a terminal sequence.
+        #expect(try run(daemon, ["write", "odd\nname\u{1B}[2J"], input: "x").status == 0)
+        let odd = try run(daemon, ["ls", "odd"]).stdout
+        #expect(odd.split(separator: "\n").count == 1 && odd.contains("odd\\nname\\u{1B}[2J"), "\(odd)")
+        #expect(try run(daemon, ["rm", "odd\nname\u{1B}[2J"]).status == 0)
 
         let listing = try run(daemon, ["ls", "notes/"])
         #expect(listing.stdout.contains("complete") && listing.stdout.contains("notes/a") && listing.stdout.contains("11"))

@@ -23,7 +23,7 @@ struct List: AsyncParsableCommand {
                 let protection = Output.shortName(file.protection).padding(toLength: 28, withPad: " ", startingAt: 0)
                 let size = String(file.size)
                 Output.line("\(protection) \(String(repeating: " ", count: max(0, 12 - size.count)))\(size)  "
-                            + "\(Output.timestamp(file.modificationTimeUnixSeconds))  \(file.name)")
+                            + "\(Output.timestamp(file.modificationTimeUnixSeconds))  \(Output.printable(file.name))")
             }
         }
     }

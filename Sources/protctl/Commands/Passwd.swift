@@ -18,7 +18,7 @@ struct Passwd: AsyncParsableCommand {
 
     func run() async throws {
         try await CommandContext(root).run { client in
-            let passcodeSet = try await client.status().passcodeSet
+            let passcodeSet = try await client.servingStatus().passcodeSet
             let old: String?
             let new: String
             if stdin {

@@ -22,6 +22,9 @@ struct Read: AsyncParsableCommand {
 
     func validate() throws {
         if (offset == nil) != (length == nil) { throw ValidationError("--offset and --length go together") }
+        if root.json && output != nil {
+            throw ValidationError("--json prints the content (base64) on standard output; leave out --output or --json")
+        }
     }
 
     func run() async throws {

@@ -18,7 +18,7 @@ struct RecoveryCreate: AsyncParsableCommand {
 
     func run() async throws {
         try await CommandContext(root).run { client in
-            let status = try await client.status()
+            let status = try await client.servingStatus()
             guard status.passcodeSet else {
                 throw CommandFailure(description: "no passcode is set; set one with protctl passwd first",
                                      exitCode: ExitCodes.usage)

@@ -19,7 +19,7 @@ struct RecoveryRemove: AsyncParsableCommand {
 
     func run() async throws {
         try await CommandContext(root).run { client in
-            let wasSet = try await client.status().recoveryKeySet
+            let wasSet = try await client.servingStatus().recoveryKeySet
             try await client.removeRecoveryKey()
             if root.json { Output.json(["recoveryKeySet": false]) } else {
                 Output.line(wasSet ? "recovery key removed" : "no recovery key was set")

@@ -20,7 +20,7 @@ struct RecoveryResetPasscode: AsyncParsableCommand {
 
     func run() async throws {
         try await CommandContext(root).run { client in
-            guard try await client.status().recoveryKeySet else {
+            guard try await client.servingStatus().recoveryKeySet else {
                 throw CommandFailure(description: "no recovery key is set, so there is nothing to reset the passcode with",
                                      exitCode: ExitCodes.noInput)
             }

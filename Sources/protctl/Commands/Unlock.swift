@@ -25,9 +25,10 @@ struct Unlock: AsyncParsableCommand {
     func run() async throws {
         let loginUID = try pam ? Self.pamUserID() : nil
         try await CommandContext(root).run { client in
-            guard try await client.status().passcodeSet else {
+            let status = try await client.servingStatus()
+            guard status.passcodeSet else {
                 if root.json {
-                    Output.json(["state": try await client.status().state.rawValue, "passcodeSet": false])
+                    Output.json(["state": status.state.rawValue, "passcodeSet": false])
                 } else {
                     Output.line("no passcode is set, so there is nothing to unlock: every class is readable")
                 }

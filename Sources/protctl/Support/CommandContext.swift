@@ -46,6 +46,20 @@ struct CommandContext {
     }
 }
 
+extension DataProtectionClient {
+    /// `status()` for a command that acts on what it says: in a fault state
+    /// the daemon cannot know whether a passcode or recovery key is set (it
+    /// reports neither), so the command stops with the fault instead.
+    func servingStatus() async throws -> DaemonStatus {
+        let status = try await status()
+        if let fault = status.fault {
+            throw CommandFailure(description: "protd is in a fault state and serves no files: \(fault); "
+                                 + "see journalctl -u protd", exitCode: ExitCodes.configuration)
+        }
+        return status
+    }
+}
+
 /// The sysexits(3) codes protctl uses.
 enum ExitCodes {
     static let usage: Int32 = 64

@@ -38,7 +38,12 @@ enum PasscodeInput {
         return new
     }
 
-    /// Asks on the terminal with echo off.
+    /// The passcode read from the terminal at most (longer ones are refused
+    /// here, not by the daemon's frame limit).
+    static let maximumBytes = 4096
+
+    /// Asks on the terminal with echo off; Ctrl-C, a hang-up or SIGTERM
+    /// meanwhile turn echo back on before protctl ends.
     static func prompt(_ text: String) throws -> String {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
@@ -50,17 +55,55 @@ enum PasscodeInput {
         tcgetattr(tty, &saved)
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
+        EchoRestore.arm(tty: tty, settings: saved)
         tcsetattr(tty, TCSAFLUSH, &quiet)
         defer {
             tcsetattr(tty, TCSAFLUSH, &saved)
+            EchoRestore.disarm()
             _ = write(tty, "\n", 1)
         }
-        var bytes: [UInt8] = []
+        // Room for the longest passcode up front: a growing array would leave unzeroed copies behind.
+        var bytes = [UInt8](repeating: 0, count: maximumBytes + 1)
+        defer { for index in bytes.indices { bytes[index] = 0 } }
+        var count = 0
         var byte: UInt8 = 0
-        while read(tty, &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
-        let answer = String(decoding: bytes, as: UTF8.self)
-        for index in bytes.indices { bytes[index] = 0 }
+        while read(tty, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
+            if count < bytes.count { bytes[count] = byte }
+            count += 1
+        }
+        byte = 0
+        guard count <= maximumBytes else {
+            throw CommandFailure(description: "the passcode is longer than \(maximumBytes) bytes", exitCode: 64)
+        }
+        let answer = String(decoding: bytes[..<count], as: UTF8.self)
         guard !answer.isEmpty else { throw CommandFailure(description: "the passcode must not be empty", exitCode: 64) }
         return answer
+    }
+}
+
+/// Turns the terminal's echo back on when a signal ends protctl while a
+/// prompt has it off: the shell would otherwise be left typing blind.
+private enum EchoRestore {
+    /// The terminal and its settings before the prompt; read by the handler.
+    nonisolated(unsafe) private static var tty: Int32 = -1
+    nonisolated(unsafe) private static var settings = termios()
+    private static let signals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+    static func arm(tty: Int32, settings: termios) {
+        Self.settings = settings
+        Self.tty = tty
+        for signal in signals {
+            Glibc.signal(signal) { received in
+                if EchoRestore.tty >= 0 { tcsetattr(EchoRestore.tty, TCSAFLUSH, &EchoRestore.settings) }
+                // Then end as the signal would have ended protctl.
+                Glibc.signal(received, SIG_DFL)
+                raise(received)
+            }
+        }
+    }
+
+    static func disarm() {
+        for signal in signals { Glibc.signal(signal, SIG_DFL) }
+        tty = -1
     }
 }

@@ -158,6 +158,9 @@ final class Connection {
             if error is ChannelError {
                 // The client left while it was being answered (a stream cut short).
                 logger.debug("client went away during a request", metadata: ["protd.request": "\(request.type)"])
+            } else if let refusal = error as? WireError, refusal.code == .permissionDenied {
+                // An audit line, as for the administration that succeeds or fails (the logger carries the peer).
+                logger.notice("request refused: not permitted", metadata: ["protd.request": "\(request.type)"])
             } else if !(error is ProtectionError || error is WireError) {
                 logger.error("request failed unexpectedly", metadata: ["protd.request": "\(request.type)",
                                                                         "protd.error": "\(error)"])

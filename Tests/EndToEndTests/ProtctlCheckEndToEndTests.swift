@@ -70,7 +70,7 @@ struct ProtctlCheckEndToEndTests {
         #expect(try run(daemon, ["read", "notes/none"]).status == 65)
     }
 
-    @Test("a user outside the admin group is refused (exit 77)",
+    @Test("a user outside the admin group is refused (exit 77), and the refusal is logged",
           .enabled(if: getuid() == 0, "needs root to run a client under another uid (setpriv)"))
     func notAdmin() throws {
         let daemon = try populatedDaemon(socketMode: "0666")
@@ -78,5 +78,8 @@ struct ProtctlCheckEndToEndTests {
         #expect(refused.status == 77)
         #expect(refused.stderr.contains("permission denied"), "\(refused.stderr)")
         #expect(refused.stdout.isEmpty)
+        // The refusal is an audit line in the daemon's log, with the request and the peer.
+        let line = daemon.log.split(separator: "\n").first { $0.contains("request refused: not permitted") }
+        #expect(line?.contains("check") == true && line?.contains("protd.peer.uid") == true, "\(daemon.log)")
     }
 }

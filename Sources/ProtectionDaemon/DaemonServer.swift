@@ -112,6 +112,8 @@ public final class DaemonServer: Service {
             do {
                 defer { umask(previousMask) }
                 server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+            } catch let error as IOError {
+                throw DaemonStartupError("cannot listen on \(path): \(String(cString: strerror(error.errnoCode)))")
             }
             do {
                 try ListeningSocket.applyPermissions(path: path, mode: mode, group: group)

@@ -33,7 +33,9 @@ enum ListeningSocket {
     /// Sets the socket file's mode, and its group when given.
     static func applyPermissions(path: String, mode: UInt32, group: String?) throws {
         if let group {
-            guard let gid = GroupLookup.id(of: group) else { throw DaemonStartupError("socket group \(group) does not exist") }
+            guard let gid = GroupLookup.id(of: group) else {
+                throw DaemonStartupError(configuration: "socket group \(group) does not exist (socket.group)")
+            }
             guard chown(path, uid_t.max, gid) == 0 else {
                 throw DaemonStartupError("could not give \(path) to group \(group): \(String(cString: strerror(errno)))")
             }
@@ -57,5 +59,17 @@ public struct DaemonStartupError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public let description: String
 
-    init(_ description: String) { self.description = description }
+    /// Whether a configured value is the cause (protd exits with 78, as
+    /// for a configuration error found before start).
+    public let isConfiguration: Bool
+
+    init(_ description: String) {
+        self.description = description
+        isConfiguration = false
+    }
+
+    init(configuration description: String) {
+        self.description = description
+        isConfiguration = true
+    }
 }

@@ -66,6 +66,9 @@ do {
         services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
     groupConfiguration.maximumGracefulShutdownDuration = .seconds(8)
     try await ServiceGroup(configuration: groupConfiguration).run()
+} catch let error as DaemonStartupError where error.isConfiguration {
+    logger.critical("protd stopped: \(error)")
+    exit(78)
 } catch {
     logger.critical("protd stopped: \(error)")
     exit(1)

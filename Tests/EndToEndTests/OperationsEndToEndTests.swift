@@ -24,6 +24,22 @@ struct OperationsEndToEndTests {
         try EndToEnd.protctlAsOtherUser(daemon, arguments, input: input)
     }
 
+    @Test("a socket that cannot be made stops protd with a message naming why: a missing socket group is a configuration error (78), a path through a file names the path (1)")
+    func socketStartFailures() throws {
+        let directory = try TemporaryDirectory("protd-socket-start")
+        defer { directory.remove() }
+        _ = FileManager.default.createFile(atPath: directory.appending("a-file"), contents: Data())
+        let common = ["--state-directory", directory.appending("state"), "--memory-require-locked", "false"]
+        let noGroup = try CommandRunner.run(DaemonProcess.binaryPath, common + [
+            "--socket-path", directory.appending("s"), "--socket-group", "no-such-group-\(getpid())"])
+        #expect(noGroup.status == 78, "\(noGroup.stderr)")
+        #expect(noGroup.stderr.contains("socket.group"), "\(noGroup.stderr)")
+        let badPath = directory.appending("a-file/s")
+        let underFile = try CommandRunner.run(DaemonProcess.binaryPath, common + ["--socket-path", badPath])
+        #expect(underFile.status == 1, "\(underFile.stderr)")
+        #expect(underFile.stderr.contains("cannot listen on \(badPath): Not a directory"), "\(underFile.stderr)")
+    }
+
     @Test("another uid cannot list, read, overwrite or delete the first uid's files and is refused lock, passwd and erase",
           .enabled(if: isRoot, "needs root to run a client under another uid (setpriv)"))
     func perUidIsolation() async throws {

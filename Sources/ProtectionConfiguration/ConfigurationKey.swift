@@ -102,7 +102,7 @@ extension ConfigurationKey {
     static let adminGroup = Self(
         "lock.admin-group", "GROUP", type: "group name", default: defaults.adminGroup,
         expected: "a non-empty group name or numeric id without spaces, ':' or '/'",
-        help: "Members of this group (and root) may lock and set the passcode.")
+        help: "Members of this group (and root) may lock, set the passcode, manage the recovery key and check the store.")
     static let argon2Operations = Self(
         "passcode.argon2-operations", "N", type: "integer", default: "\(defaults.passcodeCost.operations)",
         expected: "an integer number of Argon2id passes that libsodium accepts (at least 1)",

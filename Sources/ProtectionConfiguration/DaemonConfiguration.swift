@@ -41,7 +41,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// `beforeFirstUnlock`, after the grace period.
     public var firstUnlockTimeout: Duration?
     /// Key `lock.admin-group` (group name, default `protd-admin`): members
-    /// (and root) may lock and set the passcode.
+    /// (and root, and the daemon's user) may lock, set the passcode, manage
+    /// the recovery key and check the store.
     public var adminGroup: String
     /// Keys `passcode.argon2-operations` (integer, default 2) and
     /// `passcode.argon2-memory-kib` (integer KiB, default 65536 = 64 MiB):

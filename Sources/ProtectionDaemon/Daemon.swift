@@ -51,7 +51,7 @@ public final class Daemon: Service {
         self.logger = logger
         let adminGroupID = GroupLookup.id(of: configuration.adminGroup)
         if adminGroupID == nil {
-            logger.warning("admin group does not exist; only root may lock or change the passcode",
+            logger.warning("admin group does not exist; only root and the daemon's user may administer protd",
                            metadata: ["protd.admin_group": "\(configuration.adminGroup)"])
         }
         let authorization = Authorization(adminGroupID: adminGroupID, daemonUID: getuid())

@@ -4,7 +4,7 @@ import DataProtection
 /// `protctl erase --yes`.
 struct Erase: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Crypto-shred every key and file (root only). Irreversible.")
+        abstract: "Crypto-shred every key and file (root or the daemon's user). Irreversible.")
 
     @ParentCommand var root: Protctl
 

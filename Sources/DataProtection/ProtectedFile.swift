@@ -21,8 +21,10 @@ public struct ProtectedFile: Sendable {
 
     /// Replaces the file's content atomically with `data`, creating the file
     /// in class `protection` if needed (an existing file is rewritten in
-    /// `protection` too). With `durable` the daemon syncs to disk before it
-    /// answers. Returns the number of bytes written. Content larger than
+    /// `protection` too): after a crash the file has its old content or the
+    /// new, as the daemon fsyncs the data before the rename. With `durable`
+    /// it also fsyncs the directory before it answers, so the new content
+    /// survives a crash; without, a crash may bring the old back. Returns the number of bytes written. Content larger than
     /// `maximumChunkSize` is streamed in chunks with backpressure (see
     /// `write(contentsOf:protection:durable:)`).
     @discardableResult

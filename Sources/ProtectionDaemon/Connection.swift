@@ -281,7 +281,8 @@ final class Connection {
             guard let pending = writes.removeValue(forKey: id) else {
                 throw WireError(.invalidArgument, "no write in progress for request \(id)")
             }
-            let size = pending.isDurable ? try await BlockingIO.run { try pending.commit() } : try pending.commit()
+            // The commit fsyncs (AtomicFileTransaction): off the cooperative pool.
+            let size = try await BlockingIO.run { try pending.commit() }
             return .size(UInt64(size))
         case .writeAbort:
             if answeredWrites.remove(id) != nil { return nil }

@@ -21,6 +21,18 @@ struct StreamingWriteTests {
         #expect(try fixture.store.read(fixture.name("streamed"), in: fixture.namespace) == content)
     }
 
+    @Test("a commit fsyncs the data before the rename whether durable or not, and only a durable one the directory too",
+          arguments: [false, true])
+    func commitFsyncsTheData(durable: Bool) throws {
+        let fixture = try StoreFixture()
+        let pending = try fixture.store.beginWrite(to: fixture.name("synced"), in: fixture.namespace, durable: durable)
+        try pending.append(Array("content".utf8))
+        let before = Posix.fsyncsOnThisThread
+        try pending.commit()
+        // Without the data's fsync, a crash after the rename could leave the name on data never written.
+        #expect(Posix.fsyncsOnThisThread - before == (durable ? 2 : 1))
+    }
+
     @Test("pieces of mixed sizes, some spanning more segments than one sealing batch, read back exactly")
     func mixedPiecesAcrossBatches() throws {
         let fixture = try StoreFixture(segmentSize: 1024)

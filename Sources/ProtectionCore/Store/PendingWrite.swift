@@ -33,9 +33,6 @@ public final class PendingWrite: @unchecked Sendable {
     /// Bytes appended so far.
     public var size: Int { writer.size }
 
-    /// Whether `commit()` fsyncs (and so blocks on the disk).
-    public var isDurable: Bool { durable }
-
     /// Appends content.
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
         guard !done else { throw ProtectionError(.handleClosed, "the write of \(name) is already finished") }

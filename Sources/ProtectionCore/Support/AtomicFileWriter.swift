@@ -77,14 +77,16 @@ final class AtomicFileTransaction {
         self.targetPath = targetPath
     }
 
-    /// Renames the temporary file over the target; with `durable`, the data
-    /// is fsynced first and the directory after. `beforeRename` runs right
-    /// before the rename; if it throws, nothing is renamed. After a
-    /// failure, `renamed` says whether the new content is in place anyway
-    /// (only the directory's fsync failed).
+    /// Fsyncs the data, then renames the temporary file over the target, so
+    /// a crash leaves the old content or the new, never a name on data that
+    /// did not reach the disk; with `durable`, the directory is fsynced
+    /// after, so the rename itself survives a crash too. `beforeRename`
+    /// runs right before the rename; if it throws, nothing is renamed.
+    /// After a failure, `renamed` says whether the new content is in place
+    /// anyway (only the directory's fsync failed).
     func commit(durable: Bool, beforeRename: () throws -> Void = {}) throws {
         precondition(!finished, "an atomic write is committed or aborted once")
-        if durable { try Posix.fsync(fd, path: temporaryPath) }
+        try Posix.fsync(fd, path: temporaryPath)
         try beforeRename()
         try Posix.rename(temporaryPath, targetPath)
         renamed = true

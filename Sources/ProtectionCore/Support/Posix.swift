@@ -29,6 +29,11 @@ package enum Posix {
     /// test hook for the rule that no key window spans disk I/O; it stays 0.
     package static var ioInsideKeyWindowOnThisThread: Int { ioInsideKeyWindow.value }
     private static let ioInsideKeyWindow = ThreadLocalCounter()
+
+    /// `fsync` calls the calling thread made. Debug builds only: a test
+    /// hook for what a commit makes durable.
+    package static var fsyncsOnThisThread: Int { fsyncs.value }
+    private static let fsyncs = ThreadLocalCounter()
     #endif
 
     #if DEBUG
@@ -112,6 +117,9 @@ package enum Posix {
     /// `fsync`, so data survives a crash.
     static func fsync(_ fd: Int32, path: String) throws {
         noteDiskIO()
+        #if DEBUG
+        fsyncs.add(1)
+        #endif
         guard Glibc.fsync(fd) == 0 else { throw error("fsync", path) }
     }
 

@@ -18,7 +18,7 @@ struct Write: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Read the content from this file instead of stdin.", valueName: "file"))
     var input: String?
 
-    @Flag(help: "fsync the data and the rename before returning.")
+    @Flag(help: "Also fsync the rename before returning (the data is fsynced before the rename either way).")
     var durable = false
 
     func run() async throws {

@@ -23,9 +23,15 @@ struct Checker {
 
     mutating func check(team: inout [Worker], races: RaceBoard) async {
         // (3) No temporary file survives the restart (checked before any request).
-        let scratch = ((try? daemon.namespaceDirectory()) ?? daemon.stateDirectory + "/store/?") + "/tmp"
-        let left = (try? FileManager.default.contentsOfDirectory(atPath: scratch)) ?? []
-        if !left.isEmpty { fail(.temporaryLeft, "\(left.count) in \(scratch): \(left.prefix(3).joined(separator: ", "))") }
+        // A directory that cannot be found or listed fails the check: it would hide what is left.
+        do {
+            let scratch = try daemon.namespaceDirectory() + "/tmp"
+            let left = FileManager.default.fileExists(atPath: scratch)
+                ? try FileManager.default.contentsOfDirectory(atPath: scratch) : []
+            if !left.isEmpty { fail(.temporaryLeft, "\(left.count) in \(scratch): \(left.prefix(3).joined(separator: ", "))") }
+        } catch {
+            fail(.temporaryLeft, "the namespace's tmp/ could not be listed: \(error)")
+        }
 
         let client: DataProtectionClient
         do {

@@ -54,7 +54,7 @@ struct ProtdTorture: AsyncParsableCommand {
                 }
                 group.addTask { [cycler] in
                     var cycler = cycler
-                    await cycler.run(client: lockClient, passcode: Self.passcode)
+                    await cycler.run(round: round, client: lockClient, passcode: Self.passcode)
                     return (-1, nil, cycler)
                 }
                 try? await Task.sleep(for: .milliseconds(load))
@@ -89,6 +89,8 @@ struct ProtdTorture: AsyncParsableCommand {
                 failures += team[i].failures
                 team[i].failures = []
             }
+            failures += cycler.failures
+            cycler.failures = []
             failures += checker.failures
             let roundFailures = failures.filter { $0.round == round }
             print("round \(round): load \(load) ms, restart \(String(format: "%.1f", restarts.last ?? 0)) ms, "

@@ -10,6 +10,13 @@ enum Outcome {
     case cut
 }
 
+/// An error the daemon answered that the run does not expect (`ioFailure`,
+/// `internalError`...), not a definite refusal nor the connection's loss:
+/// a failure of its own, and the request's effect is unknown, as if cut.
+private func unexpected(_ error: DataProtectionError) -> Bool {
+    !error.isDefinite && error.code != .daemonUnavailable
+}
+
 extension DataProtectionError {
     /// Whether the daemon's answer says the request had no effect.
     var isDefinite: Bool {
@@ -90,6 +97,8 @@ struct Worker: Sendable {
     var handled: [HandleFile]
     var counts = Counts()
     var failures: [Failure] = []
+    /// The round `run` is in, for failures found while running.
+    private var round = 0
 
     init(index: Int, seed: UInt64, wholeNames: Int, handleNames: Int) {
         self.index = index
@@ -112,6 +121,7 @@ struct Worker: Sendable {
 
     /// Runs until a request gets no answer (the daemon was killed).
     mutating func run(round: Int, client: DataProtectionClient, races: RaceBoard, raceNames: [String]) async {
+        self.round = round
         var handles: [Int: ProtectedFile.Handle] = [:]
         while !Task.isCancelled {
             let roll = Int.random(in: 0..<100, using: &random)
@@ -139,6 +149,7 @@ struct Worker: Sendable {
             return (.acknowledged, nil)
         } catch {
             let outcome: Outcome = error.isDefinite ? .rejected : .cut
+            if unexpected(error) { failures.append(Failure(round: round, kind: .live, detail: "\(kind): \(error)")) }
             counts.add(kind, outcome)
             return (outcome, error)
         }
@@ -251,9 +262,7 @@ struct Worker: Sendable {
                 failures.append(Failure(round: round, kind: .live, detail: "read \(file.name): notFound, expected \(expected!)"))
             }
         case .cut:
-            if error?.code == .integrityFailure {
-                failures.append(Failure(round: round, kind: .live, detail: "read \(file.name): \(error!)"))
-            }
+            // An integrityFailure is among the unexpected answers `attempt` records.
             return false
         }
         return true
@@ -347,7 +356,7 @@ struct Worker: Sendable {
         guard let handle = handles[i] else { return true }
         var data: [UInt8] = []
         let expected = handled[i].current
-        let (outcome, error) = await attempt("handle read") { () async throws(DataProtectionError) in
+        let (outcome, _) = await attempt("handle read") { () async throws(DataProtectionError) in
             data = try await handle.read(offset: 0, count: expected.count + 1)
         }
         switch outcome {
@@ -361,9 +370,7 @@ struct Worker: Sendable {
             await handle.close()
             handles[i] = nil
         case .cut:
-            if error?.code == .integrityFailure {
-                failures.append(Failure(round: round, kind: .live, detail: "handle read \(handle.name): \(error!)"))
-            }
+            // An integrityFailure is among the unexpected answers `attempt` records.
             return false
         }
         return true
@@ -392,8 +399,13 @@ struct Worker: Sendable {
 struct LockCycler: Sendable {
     var random: SeededRandom
     var counts = Counts()
+    var failures: [Failure] = []
+    private var round = 0
 
-    mutating func run(client: DataProtectionClient, passcode: String) async {
+    init(random: SeededRandom) { self.random = random }
+
+    mutating func run(round: Int, client: DataProtectionClient, passcode: String) async {
+        self.round = round
         while !Task.isCancelled {
             let locked = await step("lock") { () async throws(DataProtectionError) in try await client.lock(grace: .zero) }
             guard locked else { return }
@@ -410,6 +422,7 @@ struct LockCycler: Sendable {
             counts.add(kind, .acknowledged)
             return true
         } catch {
+            if unexpected(error) { failures.append(Failure(round: round, kind: .live, detail: "\(kind): \(error)")) }
             counts.add(kind, error.isDefinite ? .rejected : .cut)
             return error.isDefinite
         }

@@ -419,8 +419,9 @@ public final class ProtectedStore: Sendable {
     // MARK: - Files
 
     /// Writes `data` as the whole content of `name` in class `protection`,
-    /// atomically: readers and crashes see the old or the new content.
-    /// With `durable`, the data and the rename are fsynced before returning.
+    /// atomically: readers and crashes see the old or the new content (the
+    /// data is fsynced before the rename). With `durable`, the rename is
+    /// fsynced too before returning.
     public func write(
         _ data: [UInt8], to name: FileName, in namespace: Namespace,
         protection: ProtectionClass = .default, durable: Bool = true

@@ -1,6 +1,8 @@
 # protd: the two quick-start commands are `make run` and `make test`.
 SWIFT ?= swift
 SWIFT_BUILD_FLAGS ?=
+# Empty as root; otherwise deps installs through sudo, and says what to run
+# as root when there is no sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Installation layout (override on the command line: make install PREFIX=/usr/local DESTDIR=/tmp/pkg).
@@ -29,10 +31,21 @@ RELEASE_LINK_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-rel
 all: build
 
 ## Installs what the build needs when missing: libsodium-dev and pkg-config.
+## Not the Swift toolchain (6.1 or later): fails at once when swift is not on PATH.
+DEPS_PACKAGES = libsodium-dev pkg-config
+APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends
 deps:
+	@command -v $(firstword $(SWIFT)) >/dev/null 2>&1 || { \
+		echo "$(firstword $(SWIFT)) is not on PATH: install a Swift 6.1 or later toolchain and add its bin directory to PATH" >&2; \
+		exit 1; }
 	@if ! pkg-config --exists libsodium 2>/dev/null; then \
-		echo "installing libsodium-dev and pkg-config"; \
-		$(SUDO) apt-get update && $(SUDO) apt-get install -y libsodium-dev pkg-config; \
+		if [ -n "$(SUDO)" ] && ! command -v sudo >/dev/null 2>&1; then \
+			echo "pkg-config finds no libsodium, and there is no sudo to install $(DEPS_PACKAGES) with; as root, run:" >&2; \
+			echo "  apt-get update && $(APT_INSTALL) $(DEPS_PACKAGES)" >&2; \
+			exit 1; \
+		fi; \
+		echo "installing $(DEPS_PACKAGES)"; \
+		$(SUDO) apt-get update && $(SUDO) $(APT_INSTALL) $(DEPS_PACKAGES); \
 	fi
 
 ## Tools some tests use (pamtester, systemd-analyze, qemu-x86_64 to run protd
@@ -98,7 +111,9 @@ torture: deps
 ## Each runs for FUZZ_SECONDS from its seeds (Fuzz/corpus/) and what earlier
 ## runs found (.build-fuzz/corpus/); a crash, trap or oversize allocation
 ## fails the run and leaves its input in .build-fuzz/artifacts/.
-## Other libFuzzer options: make fuzz FUZZ_ARGS=-runs=10000000.
+## Other libFuzzer options go after -max_total_time=FUZZ_SECONDS, which
+## stays (a later -max_total_time wins): make fuzz FUZZ_ARGS=-runs=10000000
+## stops at whichever limit comes first.
 ## SwiftPM hands swiftc --sanitize=fuzzer and --sanitize=address as two
 ## -sanitize flags, of which swiftc keeps only the last (so no coverage):
 ## the -Xswiftc flag names both. --sanitize=fuzzer still matters: it makes
@@ -107,14 +122,14 @@ torture: deps
 ## configuration keeps @testable import and the DEBUG-only checks.
 FUZZ_SECONDS ?= 600
 FUZZ_CHECK_SECONDS ?= 20
-FUZZ_ARGS ?= -max_total_time=$(FUZZ_SECONDS)
+FUZZ_ARGS ?=
 FUZZ_FLAGS = --package-path Fuzz --build-path .build-fuzz --sanitize=fuzzer --sanitize=address \
 	-Xswiftc -sanitize=fuzzer,address -Xswiftc -O -Xswiftc -use-ld=lld
 fuzz-build: deps
 	$(SWIFT) build $(FUZZ_FLAGS)
 
 fuzz: fuzz-build
-	scripts/run-fuzzers "$$($(SWIFT) build $(FUZZ_FLAGS) --show-bin-path)" $(FUZZ_ARGS)
+	scripts/run-fuzzers "$$($(SWIFT) build $(FUZZ_FLAGS) --show-bin-path)" -max_total_time=$(FUZZ_SECONDS) $(FUZZ_ARGS)
 
 ## Writes the seed corpora again (after a change to the wire or the format:
 ## FuzzFormat refuses to start from a committed seed that no longer reads).
@@ -129,37 +144,45 @@ release: deps
 
 ## Installs the binaries (stripped), units, sysusers entry, /etc/protd/protd.yaml (kept if
 ## present), the man pages protd(8) and protctl(1), shell completions and docs.
-install: release
-	install -s -Dm755 $(RELEASE_BIN)/protd $(DESTDIR)$(BINDIR)/protd
-	install -s -Dm755 $(RELEASE_BIN)/protctl $(DESTDIR)$(BINDIR)/protctl
-	install -d $(DESTDIR)$(UNITDIR)
-	sed 's|/usr/bin/protd|$(BINDIR)/protd|; s|/etc/protd/|$(SYSCONFDIR)/protd/|' systemd/protd.service > $(DESTDIR)$(UNITDIR)/protd.service
-	install -m644 systemd/protd.socket $(DESTDIR)$(UNITDIR)/protd.socket
-	sed 's|/usr/bin/protctl|$(BINDIR)/protctl|' systemd/protd-lock-before-sleep.service > $(DESTDIR)$(UNITDIR)/protd-lock-before-sleep.service
-	install -Dm644 systemd/protd.sysusers $(DESTDIR)$(SYSUSERSDIR)/protd.conf
-	@if [ -e $(DESTDIR)$(SYSCONFDIR)/protd/protd.yaml ]; then \
+## Build as yourself first, then install as root: `make release`, then
+## `sudo make install`. Under sudo (SUDO_USER set) install builds nothing,
+## so no file in the checkout becomes root's (and root's PATH needs no
+## swift); it installs the release binaries already built. Run otherwise (as
+## root without sudo, or as a user into a DESTDIR) it runs `make release` first.
+install: $(if $(SUDO_USER),,release)
+	@test -x "$(RELEASE_BIN)/protd" && test -x "$(RELEASE_BIN)/protctl" || { \
+		echo "$(RELEASE_BIN)/protd or protctl is missing: run make release as $(or $(SUDO_USER),yourself) first, then sudo make install" >&2; \
+		exit 1; }
+	install -s -Dm755 "$(RELEASE_BIN)/protd" "$(DESTDIR)$(BINDIR)/protd"
+	install -s -Dm755 "$(RELEASE_BIN)/protctl" "$(DESTDIR)$(BINDIR)/protctl"
+	install -d "$(DESTDIR)$(UNITDIR)"
+	sed 's|/usr/bin/protd|$(BINDIR)/protd|; s|/etc/protd/|$(SYSCONFDIR)/protd/|' systemd/protd.service > "$(DESTDIR)$(UNITDIR)/protd.service"
+	install -m644 systemd/protd.socket "$(DESTDIR)$(UNITDIR)/protd.socket"
+	sed 's|/usr/bin/protctl|$(BINDIR)/protctl|' systemd/protd-lock-before-sleep.service > "$(DESTDIR)$(UNITDIR)/protd-lock-before-sleep.service"
+	install -Dm644 systemd/protd.sysusers "$(DESTDIR)$(SYSUSERSDIR)/protd.conf"
+	@if [ -e "$(DESTDIR)$(SYSCONFDIR)/protd/protd.yaml" ]; then \
 		echo "keeping existing $(DESTDIR)$(SYSCONFDIR)/protd/protd.yaml"; \
 	else \
-		install -Dm644 Config/protd.yaml $(DESTDIR)$(SYSCONFDIR)/protd/protd.yaml; \
+		install -Dm644 Config/protd.yaml "$(DESTDIR)$(SYSCONFDIR)/protd/protd.yaml"; \
 	fi
-	install -Dm644 docs/man/protctl.1 $(DESTDIR)$(MANDIR)/man1/protctl.1
-	install -Dm644 docs/man/protd.8 $(DESTDIR)$(MANDIR)/man8/protd.8
-	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	$(RELEASE_BIN)/protctl --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/protctl
-	$(RELEASE_BIN)/protctl --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_protctl
-	$(RELEASE_BIN)/protctl --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/protctl.fish
-	install -d $(DESTDIR)$(DOCDIR)
-	install -m644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -Dm644 docs/man/protctl.1 "$(DESTDIR)$(MANDIR)/man1/protctl.1"
+	install -Dm644 docs/man/protd.8 "$(DESTDIR)$(MANDIR)/man8/protd.8"
+	install -d "$(DESTDIR)$(PREFIX)/share/bash-completion/completions" "$(DESTDIR)$(PREFIX)/share/zsh/site-functions" "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d"
+	"$(RELEASE_BIN)/protctl" --generate-completion-script bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/protctl"
+	"$(RELEASE_BIN)/protctl" --generate-completion-script zsh > "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_protctl"
+	"$(RELEASE_BIN)/protctl" --generate-completion-script fish > "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/protctl.fish"
+	install -d "$(DESTDIR)$(DOCDIR)"
+	install -m644 README.md docs/*.md "$(DESTDIR)$(DOCDIR)/"
 
 ## Removes what install put in place, except the configuration and state.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/protd $(DESTDIR)$(BINDIR)/protctl
-	rm -f $(DESTDIR)$(UNITDIR)/protd.service $(DESTDIR)$(UNITDIR)/protd.socket $(DESTDIR)$(UNITDIR)/protd-lock-before-sleep.service
-	rm -f $(DESTDIR)$(SYSUSERSDIR)/protd.conf
-	rm -f $(DESTDIR)$(MANDIR)/man1/protctl.1 $(DESTDIR)$(MANDIR)/man8/protd.8
-	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/protctl $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_protctl $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/protctl.fish
-	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -f "$(DESTDIR)$(BINDIR)/protd" "$(DESTDIR)$(BINDIR)/protctl"
+	rm -f "$(DESTDIR)$(UNITDIR)/protd.service" "$(DESTDIR)$(UNITDIR)/protd.socket" "$(DESTDIR)$(UNITDIR)/protd-lock-before-sleep.service"
+	rm -f "$(DESTDIR)$(SYSUSERSDIR)/protd.conf"
+	rm -f "$(DESTDIR)$(MANDIR)/man1/protctl.1" "$(DESTDIR)$(MANDIR)/man8/protd.8"
+	rm -f "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/protctl" "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_protctl" "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/protctl.fish"
+	rm -rf "$(DESTDIR)$(DOCDIR)"
 	@echo "kept $(SYSCONFDIR)/protd/protd.yaml and /var/lib/protd (remove by hand to forget every key)"
 
 clean:
-	rm -rf .build Benchmarks/.build Torture/.build .build-fuzz .run
+	rm -rf .build Benchmarks/.build Torture/.build .build-fuzz .build-one-build-check .run

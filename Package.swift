@@ -15,8 +15,11 @@ let package = Package(
         .library(name: "DataProtection", targets: ["DataProtection"]),
         .library(name: "Sodium", targets: ["Sodium"]),
         .library(name: "ProtectionCore", targets: ["ProtectionCore"]),
-        // For the benchmarks (Benchmarks/Package.swift), which drive the
-        // wire and start daemons as the end-to-end tests do.
+        // For the packages beside this one: ProtectionWire for the
+        // benchmarks (Benchmarks/), which drive the wire, and the fuzzers
+        // (Fuzz/); ProtectionTestSupport, test-only (Tests/, not for
+        // applications), for the benchmarks and the torture harness
+        // (Torture/), which start daemons as the end-to-end tests do.
         .library(name: "ProtectionWire", targets: ["ProtectionWire"]),
         .library(name: "ProtectionTestSupport", targets: ["ProtectionTestSupport"]),
         .executable(name: "protd", targets: ["protd"]),

@@ -2,7 +2,8 @@
 import PackageDescription
 
 /// The benchmarks are a package of their own, as swift-nio keeps its own,
-/// so that `swift build` in the repository builds only the product.
+/// so that `swift build` in the repository builds protd, protctl and the
+/// test probes, not the benchmarks.
 /// `make bench` builds this package in release mode and runs protd-bench.
 
 /// SwiftPM names a package depended on by path after its directory, which

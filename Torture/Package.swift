@@ -2,7 +2,7 @@
 import PackageDescription
 
 /// The torture suite is a package of its own, like the benchmarks, so that
-/// `swift build` in the repository builds only the product. `make torture`
+/// `swift build` in the repository does not build it. `make torture`
 /// builds it in release mode and runs protd-torture, which kills the real
 /// protd with SIGKILL under load and checks what survives.
 

@@ -72,7 +72,7 @@ struct MemoryWorkload {
         let startSample = Sample(values: coldStart)
         report.add(Row(workload: "memory", measure: "cold start to ready", unit: "ms", sample: startSample,
                        target: "<= 100 ms", met: startSample.median <= 100,
-                       note: "spawn to first accepted connection, polled every \(DaemonProcess.readinessPollMilliseconds) "
+                       note: "spawn to the first successful connect(), polled every \(DaemonProcess.readinessPollMilliseconds) "
                            + "ms, so up to that much high; \(perRound)"))
     }
 

@@ -31,7 +31,7 @@ struct BenchOptions: ParsableArguments {
             help: "A directory on a real disk for the default-settings and fsync rows (fsync on tmpfs does nothing).")
     var diskDir = "/var/tmp"
 
-    @Flag(help: "Tiny sizes, one repetition: checks that everything runs (make test).")
+    @Flag(help: "Tiny sizes, one repetition: checks that everything runs (make bench-check).")
     var quick = false
 
     @Option(help: "Write the Markdown report here.")

@@ -49,11 +49,13 @@ struct Report {
         var out = """
             # Torture: kill -9 under load
 
-            `make torture` (not part of `make test`; `ROUNDS=50` by default) builds
-            `Torture/` in release mode and runs `protd-torture`. It starts the real
-            release `protd` on a temporary state directory with a passcode set, and
-            repeats a round: \(workers) client connections do random operations for
-            0.2 to 1.5 s while one more locks (no grace period) and unlocks, then
+            `make torture` (not part of `make test`; `ROUNDS=50` by default, and
+            \(rounds) in this run) builds `Torture/` in release mode and runs
+            `protd-torture`. It starts the real release `protd` on a temporary state
+            directory with a passcode set, and repeats a round: \(workers) client
+            connections do random operations for a random time from `--min-load-ms`
+            to `--max-load-ms` (0.2 to 1.5 s by default) while one more locks (no
+            grace period) and unlocks, then
             protd gets SIGKILL, is started again on the same state and is unlocked,
             and the invariants are checked.
 
@@ -78,8 +80,8 @@ struct Report {
                (acknowledged or in flight) went;
             5. a name whose delete was acknowledged, with no write since, is absent,
                and no name appears that was never created;
-            6. protd restarts each round; time to ready is spawn to first accepted
-               connection.
+            6. protd restarts each round; time to ready is from spawn to the first
+               successful connect(), polled every 2 ms.
 
             "Refused" counts definite refusals (mostly class A while locked, creates
             of existing names, deletes of absent ones); "cut by the kill" counts

@@ -34,7 +34,7 @@ struct ShippedUnitTests {
         #expect(unit.contains("Before=sleep.target") && unit.contains("WantedBy=sleep.target"))
         #expect(unit.contains("Type=oneshot"))
         #expect(unit.contains("ExecStart=-/usr/bin/protctl lock --grace 2 --reason suspend"))
-        #expect(try repositoryFile("Makefile").contains("protd-lock-before-sleep.service > $(DESTDIR)$(UNITDIR)/"))
+        #expect(try repositoryFile("Makefile").contains("protd-lock-before-sleep.service > \"$(DESTDIR)$(UNITDIR)/"))
         #expect(try repositoryFile("README.md").contains("systemctl enable protd-lock-before-sleep.service"))
     }
 

@@ -49,12 +49,28 @@ public struct ProtectionError: Error, Sendable, Equatable, CustomStringConvertib
     public let message: String
     /// For `rateLimited`: whole seconds until the next attempt is allowed.
     public let retryAfterSeconds: Int64?
+    /// The `errno` of the failed system call this error reports
+    /// (`Posix.error`), else nil; not part of equality.
+    let systemErrno: Int32?
 
     /// Makes an error.
     public init(_ code: Code, _ message: String, retryAfterSeconds: Int64? = nil) {
         self.code = code
         self.message = message
         self.retryAfterSeconds = retryAfterSeconds
+        systemErrno = nil
+    }
+
+    /// The error for a system call that failed with `systemErrno`.
+    init(_ code: Code, _ message: String, systemErrno: Int32) {
+        self.code = code
+        self.message = message
+        retryAfterSeconds = nil
+        self.systemErrno = systemErrno
+    }
+
+    public static func == (lhs: ProtectionError, rhs: ProtectionError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.retryAfterSeconds == rhs.retryAfterSeconds
     }
 
     public var description: String { message }

@@ -29,6 +29,11 @@ final class Connection {
     /// Handles and writes counted for this connection in the uid's
     /// holdings; brought down to what it holds after each request.
     private var countedFiles = 0
+    /// Refusals for lack of permission logged for this connection: a client
+    /// looping on refused requests must not flood the log (and push the
+    /// lines that follow out of journald's rate limit).
+    private var refusalsLogged = 0
+    static let refusalsLoggedPerConnection = 8
 
     private var namespace: Namespace { Namespace(uid: peer.uid) }
     /// The largest content chunk in a data frame under this daemon's frame limit.
@@ -159,8 +164,7 @@ final class Connection {
                 // The client left while it was being answered (a stream cut short).
                 logger.debug("client went away during a request", metadata: ["protd.request": "\(request.type)"])
             } else if let refusal = error as? WireError, refusal.code == .permissionDenied {
-                // An audit line, as for the administration that succeeds or fails (the logger carries the peer).
-                logger.notice("request refused: not permitted", metadata: ["protd.request": "\(request.type)"])
+                logRefusal(of: request)
             } else if !(error is ProtectionError || error is WireError) {
                 logger.error("request failed unexpectedly", metadata: ["protd.request": "\(request.type)",
                                                                         "protd.error": "\(error)"])
@@ -168,6 +172,19 @@ final class Connection {
             if case .writeChunk = request { discardWrite(id) }
             if case .writeEnd = request { discardWrite(id) }
             try? await send(.error(WireError(serving: error)), id: id)
+        }
+    }
+
+    /// An audit line for a request refused for lack of permission, as for
+    /// the administration that succeeds or fails (the logger carries the
+    /// peer); at most `refusalsLoggedPerConnection` per connection.
+    private func logRefusal(of request: Request) {
+        refusalsLogged += 1
+        if refusalsLogged <= Self.refusalsLoggedPerConnection {
+            logger.notice("request refused: not permitted", metadata: ["protd.request": "\(request.type)"])
+        }
+        if refusalsLogged == Self.refusalsLoggedPerConnection {
+            logger.notice("further refusals on this connection are not logged")
         }
     }
 

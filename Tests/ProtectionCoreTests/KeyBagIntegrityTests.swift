@@ -115,6 +115,8 @@ struct KeyBagIntegrityTests {
     func replacedPublicKey() throws {
         let fixture = try StoreFixture()
         try fixture.store.setPasscode(StoreFixture.secret(passcode), old: nil)
+        // A recovery key, so that removing it would rewrite the key bag.
+        _ = try fixture.store.createRecoveryKey(passcode: StoreFixture.secret(passcode))
         try fixture.writeEveryClass()
         fixture.store.shutdown()
         let keys = try DeviceDerived(fixture)

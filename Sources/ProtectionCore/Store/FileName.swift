@@ -1,3 +1,5 @@
+internal import Glibc
+
 /// A validated file name: a relative path inside the caller's namespace.
 ///
 /// Rules: UTF-8 without NUL, 1 to 1024 bytes, components separated by `/`,
@@ -70,16 +72,23 @@ public struct FileAttributes: Sendable, Equatable {
 }
 
 extension FileName {
-    /// Runs `body` on this file. A "no such file" or "not a directory"
-    /// from a system call names the sealed entry of its path, which means
-    /// nothing to the caller, so it is said with this name instead.
-    func speaking<R>(_ body: () throws -> R) throws -> R {
+    /// Runs `body` on this file. A system call's error about the file's
+    /// path names the sealed entry, which means nothing to the caller, so
+    /// the ones about the name itself are said with this name instead: a
+    /// path through a file, a directory, a path too deep, and (for an
+    /// operation on an `existing` file, where it can only mean the file)
+    /// no such file.
+    func speaking<R>(existing: Bool = true, _ body: () throws -> R) throws -> R {
         do {
             return try body()
-        } catch let error as ProtectionError where !error.message.contains(value) {
-            switch error.code {
-            case .notFound: throw ProtectionError(.notFound, "no file named \(self)")
-            case .invalidName: throw ProtectionError(.invalidName, "\(self): a path component is a file")
+        } catch let error as ProtectionError {
+            switch error.systemErrno {
+            case ENOENT? where existing: throw ProtectionError(.notFound, "no file named \(self)")
+            case ENOTDIR?: throw ProtectionError(.invalidName, "\(self): a path component is a file")
+            // A directory is no file to read (notFound), nor a name a new file can take (invalidName).
+            case EISDIR?: throw ProtectionError(existing ? .notFound : .invalidName, "\(self) is a directory, not a file")
+            case ENAMETOOLONG?:
+                throw ProtectionError(.invalidName, "\(self): too many components for the store's sealed paths")
             default: throw error
             }
         }

@@ -59,7 +59,7 @@ public final class PendingWrite: @unchecked Sendable {
             try ProtectionError.translating { try writer.finish() }
             // Charged against what it replaces now: a delete or another
             // write since the start changed that (and was counted).
-            try name.speaking {
+            try name.speaking(existing: false) {
                 try transaction.commit(durable: durable) {
                     quotaCharge?.measureBaseline()
                     try quotaCharge?.grow(toSize: writer.size)

@@ -438,7 +438,7 @@ public final class ProtectedStore: Sendable {
         to name: FileName, in namespace: Namespace, protection: ProtectionClass = .default, durable: Bool = true
     ) throws -> PendingWrite {
         let (keys, keyUse) = try keysForWrapping()
-        let path = try name.speaking { try files.pathCreatingParents(for: name, in: namespace) }
+        let path = try name.speaking(existing: false) { try files.pathCreatingParents(for: name, in: namespace) }
         // Quota (NamespaceQuota): a new file counts now, its bytes as they come.
         let quotaCharge = quota.charge(replacing: path, in: namespace, size: plaintextSize(of: name, at: path, in: namespace))
         try quotaCharge?.grow(toSize: 0)
@@ -507,24 +507,26 @@ public final class ProtectedStore: Sendable {
     ) throws -> R? {
         guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
         let path = try files.path(for: name, in: namespace)
-        let fd = try name.speaking { try Posix.open(path, O_RDONLY | O_NOFOLLOW) }
-        defer { close(fd) }
-        let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
-        let keys = try currentKeys()
-        let shared = joinSharedFile(identity)
-        defer { leaveSharedFile(shared) }
-        let range = offset..<(offset + min(count, Int.max - offset))
-        return try shared.whileUnopened {
-            try EncryptedFile.readWhole(fd: fd, path: path, binding: FileBinding(name, in: namespace), keys: keys,
-                                        range: range, ifAtMost: limit, deliver)
-        } ?? nil
+        return try name.speaking {
+            let fd = try Posix.open(path, O_RDONLY | O_NOFOLLOW)
+            defer { close(fd) }
+            let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
+            let keys = try currentKeys()
+            let shared = joinSharedFile(identity)
+            defer { leaveSharedFile(shared) }
+            let range = offset..<(offset + min(count, Int.max - offset))
+            return try shared.whileUnopened {
+                try EncryptedFile.readWhole(fd: fd, path: path, binding: FileBinding(name, in: namespace), keys: keys,
+                                            range: range, ifAtMost: limit, deliver)
+            } ?? nil
+        }
     }
 
     /// Opens a handle. Opening an existing file needs its class key to
     /// unwrap the file key, even when another handle has it open; creating
     /// one needs only the key that wraps (the public key for class B).
     public func open(_ name: FileName, in namespace: Namespace, mode: OpenMode) throws -> ProtectedFileHandle {
-        try name.speaking { try openUnnamed(name, in: namespace, mode: mode) }
+        try name.speaking(existing: mode == .existing) { try openUnnamed(name, in: namespace, mode: mode) }
     }
 
     private func openUnnamed(_ name: FileName, in namespace: Namespace, mode: OpenMode) throws -> ProtectedFileHandle {

@@ -14,11 +14,11 @@ package enum Posix {
         let reason = String(cString: strerror(code))
         let path = PathBytes.lastComponent(of: fullPath)
         switch code {
-        case ENOENT: return ProtectionError(.notFound, "\(operation) \(path): no such file")
-        case EEXIST: return ProtectionError(.alreadyExists, "\(operation) \(path): already exists")
+        case ENOENT: return ProtectionError(.notFound, "\(operation) \(path): no such file", systemErrno: code)
+        case EEXIST: return ProtectionError(.alreadyExists, "\(operation) \(path): already exists", systemErrno: code)
         case ENOTDIR, EISDIR, ENAMETOOLONG:
-            return ProtectionError(.invalidName, "\(operation) \(path): \(reason)")
-        default: return ProtectionError(.ioFailure, "\(operation) \(path): \(reason)")
+            return ProtectionError(.invalidName, "\(operation) \(path): \(reason)", systemErrno: code)
+        default: return ProtectionError(.ioFailure, "\(operation) \(path): \(reason)", systemErrno: code)
         }
     }
 

@@ -43,20 +43,21 @@ enum PasscodeInput {
     static let maximumBytes = 4096
 
     /// Asks on the terminal with echo off; Ctrl-C, a hang-up or SIGTERM
-    /// meanwhile turn echo back on before protctl ends.
+    /// meanwhile turn echo back on before protctl ends (`EchoRestore`).
     static func prompt(_ text: String) throws -> String {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
             throw CommandFailure(description: "no terminal to ask for the passcode; use --stdin", exitCode: 64)
         }
         defer { close(tty) }
-        _ = text.withCString { write(tty, $0, strlen($0)) }
         var saved = termios()
         tcgetattr(tty, &saved)
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         EchoRestore.arm(tty: tty, settings: saved)
         tcsetattr(tty, TCSAFLUSH, &quiet)
+        // Asked only once echo is off: what is typed as soon as the prompt shows is not echoed.
+        _ = text.withCString { write(tty, $0, strlen($0)) }
         defer {
             tcsetattr(tty, TCSAFLUSH, &saved)
             EchoRestore.disarm()
@@ -82,28 +83,63 @@ enum PasscodeInput {
 }
 
 /// Turns the terminal's echo back on when a signal ends protctl while a
-/// prompt has it off: the shell would otherwise be left typing blind.
+/// prompt has it off: the shell would otherwise be left typing blind. While
+/// armed, SIGINT, SIGQUIT, SIGTERM and SIGHUP restore the terminal and then
+/// end protctl as they would have (signals it ignored stay ignored), Ctrl-Z
+/// is ignored (a stopped prompt would leave echo off), and core dumps are
+/// off (SIGQUIT's would hold the bytes typed so far).
 private enum EchoRestore {
-    /// The terminal and its settings before the prompt; read by the handler.
+    /// The terminal and its settings before the prompt; set before the
+    /// handlers are installed, and only read by them.
     nonisolated(unsafe) private static var tty: Int32 = -1
     nonisolated(unsafe) private static var settings = termios()
-    private static let signals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+    /// The actions replaced and the thread's signal mask, put back by `disarm`.
+    nonisolated(unsafe) private static var replaced: [(Int32, sigaction)] = []
+    nonisolated(unsafe) private static var mask = sigset_t()
+    private static let ending = [SIGINT, SIGQUIT, SIGTERM, SIGHUP]
 
     static func arm(tty: Int32, settings: termios) {
         Self.settings = settings
         Self.tty = tty
-        for signal in signals {
-            Glibc.signal(signal) { received in
-                if EchoRestore.tty >= 0 { tcsetattr(EchoRestore.tty, TCSAFLUSH, &EchoRestore.settings) }
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
+        for signal in ending {
+            var current = sigaction()
+            sigaction(signal, nil, &current)
+            // A signal the caller ignored (nohup) stays ignored.
+            if unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self) {
+                continue
+            }
+            install(signal) { received in
+                tcsetattr(EchoRestore.tty, TCSAFLUSH, &EchoRestore.settings)
                 // Then end as the signal would have ended protctl.
                 Glibc.signal(received, SIG_DFL)
                 raise(received)
             }
         }
+        install(SIGTSTP, SIG_IGN)
+        // A parent may have left them blocked (the mask is inherited): this thread takes them.
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for signal in ending { sigaddset(&handled, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &handled, &mask)
     }
 
     static func disarm() {
-        for signal in signals { Glibc.signal(signal, SIG_DFL) }
-        tty = -1
+        pthread_sigmask(SIG_SETMASK, &mask, nil)
+        for (signal, action) in replaced.reversed() {
+            var action = action
+            sigaction(signal, &action, nil)
+        }
+        replaced = []
+    }
+
+    private static func install(_ signal: Int32, _ handler: (@convention(c) (Int32) -> Void)?) {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = handler
+        sigemptyset(&action.sa_mask)
+        var old = sigaction()
+        sigaction(signal, &action, &old)
+        replaced.append((signal, old))
     }
 }

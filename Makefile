@@ -153,6 +153,9 @@ install: $(if $(SUDO_USER),,release)
 	@test -x "$(RELEASE_BIN)/protd" && test -x "$(RELEASE_BIN)/protctl" || { \
 		echo "$(RELEASE_BIN)/protd or protctl is missing: run make release as $(or $(SUDO_USER),yourself) first, then sudo make install" >&2; \
 		exit 1; }
+	@if [ -n "$$(find Sources Package.swift -newer "$(RELEASE_BIN)/protd" -print -quit)" ]; then \
+		echo "the sources changed after $(RELEASE_BIN)/protd was built: run make release as $(or $(SUDO_USER),yourself) again first" >&2; \
+		exit 1; fi
 	install -s -Dm755 "$(RELEASE_BIN)/protd" "$(DESTDIR)$(BINDIR)/protd"
 	install -s -Dm755 "$(RELEASE_BIN)/protctl" "$(DESTDIR)$(BINDIR)/protctl"
 	install -d "$(DESTDIR)$(UNITDIR)"

@@ -76,6 +76,9 @@ struct ProtdTorture: AsyncParsableCommand {
             do {
                 try daemon.start()
             } catch {
+                // What the round found while running still counts.
+                for i in team.indices { failures += team[i].failures }
+                failures += cycler.failures
                 failures.append(Failure(round: round, kind: .restart, detail: "\(error)"))
                 print("round \(round): protd did not restart; stopping")
                 break

@@ -2,8 +2,8 @@ internal import Glibc
 
 /// Writes a file so that readers and crashes see either the old or the new
 /// content, never a mix: a temporary file in a scratch directory on the same
-/// file system, optional fsync, rename over the target, fsync of the
-/// target's directory.
+/// file system, fsync, rename over the target, and (when durable) fsync of
+/// the target's directory.
 struct AtomicFileWriter {
     /// Where temporary files are made; must be on the target's file system.
     let scratchDirectory: String

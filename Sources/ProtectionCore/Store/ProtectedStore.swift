@@ -475,10 +475,6 @@ public final class ProtectedStore: Sendable {
     /// Up to `count` bytes of `name` from `offset`.
     public func read(_ name: FileName, in namespace: Namespace, offset: Int, count: Int) throws -> [UInt8] {
         guard offset >= 0, count >= 0 else { throw ProtectionError(.invalidArgument, "offset and length must not be negative") }
-        return try name.speaking { try readUnnamed(name, in: namespace, offset: offset, count: count) }
-    }
-
-    private func readUnnamed(_ name: FileName, in namespace: Namespace, offset: Int, count: Int) throws -> [UInt8] {
         let small = try readSmallFile(name, in: namespace, offset: offset, count: count,
                                       ifAtMost: Self.smallFileLimit) { count, fill in
             try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
@@ -631,9 +627,7 @@ public final class ProtectedStore: Sendable {
     public func setProtection(_ protection: ProtectionClass, of name: FileName, in namespace: Namespace) throws {
         let (keys, keyUse) = try keysForWrapping()
         defer { keyUse.end() }
-        let flush = try name.speaking {
-            try withOpenFile(name, in: namespace) { try $0.changeProtection(to: protection, keys: keys) }
-        }
+        let flush = try withOpenFile(name, in: namespace) { try $0.changeProtection(to: protection, keys: keys) }
         try flush.run()
     }
 
@@ -715,18 +709,20 @@ public final class ProtectedStore: Sendable {
     /// false `integrityFailure`) and everyone sees one size and header.
     private func withOpenFile<R>(_ name: FileName, in namespace: Namespace, _ body: (EncryptedFile) throws -> R) throws -> R {
         let path = try files.path(for: name, in: namespace)
-        let fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
-        var ownsFD = true
-        defer { if ownsFD { close(fd) } }
-        let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
-        let keys = try currentKeys()
-        let shared = joinSharedFile(identity)
-        defer { leaveSharedFile(shared) }
-        return try shared.join(on: name, open: {
-            let file = try EncryptedFile.open(fd: fd, path: path, binding: FileBinding(name, in: namespace), keys: keys)
-            ownsFD = false
-            return file
-        }, body)
+        return try name.speaking {
+            let fd = try Posix.open(path, O_RDWR | O_NOFOLLOW)
+            var ownsFD = true
+            defer { if ownsFD { close(fd) } }
+            let identity = try ProtectionError.translating { try FileIdentity(fd: fd, path: path) }
+            let keys = try currentKeys()
+            let shared = joinSharedFile(identity)
+            defer { leaveSharedFile(shared) }
+            return try shared.join(on: name, open: {
+                let file = try EncryptedFile.open(fd: fd, path: path, binding: FileBinding(name, in: namespace), keys: keys)
+                ownsFD = false
+                return file
+            }, body)
+        }
     }
 
     /// Counts a caller (a one-off call, or a handle until `register`) as

@@ -13,13 +13,13 @@ package enum Posix {
     static func error(_ operation: String, _ fullPath: String, errno code: Int32 = errno) -> ProtectionError {
         let reason = String(cString: strerror(code))
         let path = PathBytes.lastComponent(of: fullPath)
-        switch code {
-        case ENOENT: return ProtectionError(.notFound, "\(operation) \(path): no such file", systemErrno: code)
-        case EEXIST: return ProtectionError(.alreadyExists, "\(operation) \(path): already exists", systemErrno: code)
-        case ENOTDIR, EISDIR, ENAMETOOLONG:
-            return ProtectionError(.invalidName, "\(operation) \(path): \(reason)", systemErrno: code)
-        default: return ProtectionError(.ioFailure, "\(operation) \(path): \(reason)", systemErrno: code)
+        let (kind, what): (ProtectionError.Code, String) = switch code {
+        case ENOENT: (.notFound, "no such file")
+        case EEXIST: (.alreadyExists, "already exists")
+        case ENOTDIR, EISDIR, ENAMETOOLONG: (.invalidName, reason)
+        default: (.ioFailure, reason)
         }
+        return ProtectionError(kind, "\(operation) \(path): \(what)", systemErrno: code)
     }
 
     #if DEBUG
